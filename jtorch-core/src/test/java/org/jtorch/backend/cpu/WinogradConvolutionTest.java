@@ -278,13 +278,14 @@ class WinogradConvolutionTest {
             MemorySegment x = arena.allocate((long) 2 * 96 * 9 * 11 * Float.BYTES, 64), w = arena.allocate(96L * 64 * 9 * Float.BYTES, 64);
             for (long i = 0; i < x.byteSize() / Float.BYTES; i++) x.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) r.nextGaussian());
             for (long i = 0; i < w.byteSize() / Float.BYTES; i++) w.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) r.nextGaussian());
-            for (boolean twoByTwo : new boolean[] {false, true}) {
-                for (boolean flipped : new boolean[] {false, true}) {
-                    float[] one = winograd(arena, x, w, g, flipped, twoByTwo, 1);
-                    for (int threads = 2; threads <= 3; threads++) {
-                        float[] split = winograd(arena, x, w, g, flipped, twoByTwo, threads);
-                        assertTrue(Arrays.equals(one, split), (twoByTwo ? "F(2x2)" : "F(4x4)") + (flipped ? " flipped" : "") + " at " + threads + " threads");
-                    }
+            // All four forms at one thread first, then each at 2 and 3 threads: consecutive calls differ in form, so a
+            // part of the transformed weights left unwritten would hold another form's values (the buffer is reused).
+            float[][] one = new float[4][];
+            for (int form = 0; form < 4; form++) one[form] = winograd(arena, x, w, g, form, 1);
+            for (int threads = 2; threads <= 3; threads++) {
+                for (int form = 0; form < 4; form++) {
+                    assertTrue(Arrays.equals(one[form], winograd(arena, x, w, g, form, threads)),
+                            ((form & 2) != 0 ? "F(2x2)" : "F(4x4)") + ((form & 1) != 0 ? " flipped" : "") + " at " + threads + " threads");
                 }
             }
         } finally {
@@ -292,7 +293,9 @@ class WinogradConvolutionTest {
         }
     }
 
-    private static float[] winograd(Arena arena, MemorySegment x, MemorySegment w, Geometry g, boolean flipped, boolean twoByTwo, int threads) {
+    /** {@code WinogradF32.forward} at {@code threads}: F(2x2, 3x3) where {@code form & 2}, the weight flipped where {@code form & 1}. */
+    private static float[] winograd(Arena arena, MemorySegment x, MemorySegment w, Geometry g, int form, int threads) {
+        boolean twoByTwo = (form & 2) != 0, flipped = (form & 1) != 0;
         Parallel.setNumThreads(threads);
         MemorySegment out = arena.allocate((long) g.n() * g.cout() * g.oh() * g.ow() * Float.BYTES, 64);
         WinogradF32.forward(x, 0, w, 0, null, 0, out, 0, g, flipped, null, twoByTwo);
