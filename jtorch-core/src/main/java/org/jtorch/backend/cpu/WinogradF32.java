@@ -67,8 +67,11 @@ final class WinogradF32 {
      */
     private static String setting() {
         String property = System.getProperty("jtorch.conv.winograd");
-        return property != null ? property : System.getenv("JTORCH_CONV_WINOGRAD");
+        return property != null ? property : ENVIRONMENT_SETTING;
     }
+
+    /** {@code JTORCH_CONV_WINOGRAD}, read once: a process's environment does not change, and a lookup on every call showed in the balance report. */
+    private static final String ENVIRONMENT_SETTING = System.getenv("JTORCH_CONV_WINOGRAD");
 
     private static boolean off(String setting) {
         return "0".equals(setting) || "false".equals(setting);
@@ -324,95 +327,111 @@ final class WinogradF32 {
         // time (the same bits), without 36 scattered stores per filter (a 64x64 layer's transform was 12% of its call).
         int[] lanes = new int[8];
         for (int l = 0; l < 8; l++) lanes[l] = l * (flipped ? 9 : cin * 9);
-        double[] f = buffers.filters, gf = buffers.columns;
-        for (int ic = 0; ic < cin; ic++) {
-            for (int oc = 0; oc < cout; oc += 8) {
-                for (int tap = 0; tap < 9; tap++) {
-                    int src = flipped ? (ic * cout + oc) * 9 + 8 - tap : (oc * cin + ic) * 9 + tap;
-                    ((DoubleVector) FloatVector.fromArray(F8, wh, src, lanes, 0).convertShape(VectorOperators.F2D, D8, 0)).intoArray(f, tap * 8);
+        // Each input channel's filters are transformed apart from the others': split over the pool, the same bits.
+        Parallel.forRange(cin, Math.max(1, FILTERS_PER_CHUNK / cout), (ic0, ic1) -> {
+            WeightBuffers scratch = WEIGHTS.get();
+            for (int ic = (int) ic0; ic < ic1; ic++) {
+                for (int oc = 0; oc < cout; oc += 8) {
+                    int src = flipped ? (ic * cout + oc) * 9 : (oc * cin + ic) * 9;
+                    int at = (oc / ob * cin + ic) * ob + oc % ob;
+                    if (twoByTwo) eightFilters2x2(wh, src, flipped, lanes, scratch, u, at, cin * cout);
+                    else eightFilters(wh, src, flipped, lanes, scratch, u, at, cin * cout);
                 }
-                int at = (oc / ob * cin + ic) * ob + oc % ob;
-                if (twoByTwo) {
-                    for (int j = 0; j < 3; j++) filterTransform2x2(f, j * 8, 24, gf, j * 8, 24, null, 0, 0);  // columns: G2 f, 4x3
-                    for (int i = 0; i < 4; i++) filterTransform2x2(gf, i * 24, 8, null, 0, 0, u, at + i * 4 * cin * cout, cin * cout);
-                    continue;
-                }
-                for (int j = 0; j < 3; j++) filterTransform(f, j * 8, 24, gf, j * 8, 24, null, 0, 0);  // columns: G f, 6x3
-                for (int i = 0; i < 6; i++) filterTransform(gf, i * 24, 8, null, 0, 0, u, at + i * 6 * cin * cout, cin * cout);  // rows: (G f) G^T
             }
-        }
+        });
         return u;
     }
+
+    /*
+     * The filter transform in small methods, each compiled on its own: in one method, both transforms' vector code took
+     * C2 past its node budget (NodeCountInliningCutoff), which left a transform, or a conversion to float32 inside one,
+     * as a call with its vectors boxed (F(4x4, 3x3) at 64 x 64 channels 0.57 ms a call against 0.17 ms split up).
+     */
+
+    /** Eight filters' taps, from {@code wh[src]} on ({@code lanes} apart; read backwards when {@code flipped}), into {@code f[tap * 8 + lane]} in float64. */
+    private static void loadFilters(float[] wh, int src, boolean flipped, int[] lanes, double[] f) {
+        for (int tap = 0; tap < 9; tap++) {
+            int at = flipped ? src + 8 - tap : src + tap;
+            ((DoubleVector) FloatVector.fromArray(F8, wh, at, lanes, 0).convertShape(VectorOperators.F2D, D8, 0)).intoArray(f, tap * 8);
+        }
+    }
+
+    /** {@code (G g G^T)[e]} of eight filters ({@link #loadFilters}) into {@code u[at + e * es]}, e < 36. */
+    private static void eightFilters(float[] wh, int src, boolean flipped, int[] lanes, WeightBuffers scratch, float[] u, int at, int es) {
+        double[] f = scratch.filters, gf = scratch.columns, t = scratch.transformed64;
+        loadFilters(wh, src, flipped, lanes, f);
+        for (int j = 0; j < 3; j++) filterColumns(f, j * 8, 24, gf, j * 8, 24);  // columns: G f, 6x3
+        for (int i = 0; i < 6; i++) filterColumns(gf, i * 24, 8, t, i * 48, 8);  // rows: (G f) G^T, e = i * 6 + j
+        toFloat(t, 36, u, at, es);
+    }
+
+    /** F(2x2, 3x3)'s {@code (G2 g G2^T)[e]} of eight filters ({@link #loadFilters}) into {@code u[at + e * es]}, e < 16. */
+    private static void eightFilters2x2(float[] wh, int src, boolean flipped, int[] lanes, WeightBuffers scratch, float[] u, int at, int es) {
+        double[] f = scratch.filters, gf = scratch.columns, t = scratch.transformed64;
+        loadFilters(wh, src, flipped, lanes, f);
+        for (int j = 0; j < 3; j++) filterColumns2x2(f, j * 8, 24, gf, j * 8, 24);  // columns: G2 f, 4x3
+        for (int i = 0; i < 4; i++) filterColumns2x2(gf, i * 24, 8, t, i * 32, 8);  // rows, e = i * 4 + j
+        toFloat(t, 16, u, at, es);
+    }
+
+    /** {@code u[at + e * es] = (float) t[e * 8]} for {@code elements} eight-lane vectors. */
+    private static void toFloat(double[] t, int elements, float[] u, int at, int es) {
+        for (int e = 0; e < elements; e++) {
+            ((FloatVector) DoubleVector.fromArray(D8, t, e * 8).convertShape(VectorOperators.D2F, F8, 0)).intoArray(u, at + e * es);
+        }
+    }
+
+    /**
+     * Filters a thread transforms at least ({@link #transformedWeights}' split): 2048 are about 70 µs of F(4x4, 3x3)'s
+     * transform on one core, against a few µs to wake a pool thread; ResNet-20's 64x64 layers (4096) split in two.
+     */
+    private static final int FILTERS_PER_CHUNK = 2048;
 
     private static final VectorSpecies<Double> D8 = DoubleVector.SPECIES_512;
     private static final VectorSpecies<Float> F8 = FloatVector.SPECIES_256;
     private static final double G0 = 64.0 / 81, G1 = 32.0 / 243, G2 = 8.0 / 27, G3 = 16.0 / 81, G4 = -128.0 / 243, G5 = 32.0 / 81;
 
-    /**
-     * {@code (G src)[i]} for the 3 eight-lane vectors {@code src[s0 + k * ss]}: into {@code dst[d0 + i * ds]}, or, with
-     * {@code u} given, rounded to float32 into {@code u[u0 + i * es]} (es: one transformed element's block, {@code cin * cout}).
-     */
-    private static void filterTransform(double[] src, int s0, int ss, double[] dst, int d0, int ds, float[] u, int u0, int es) {
+    /** {@code dst[d0 + i * ds] = (G src)[i]}, i < 6, for the 3 eight-lane vectors {@code src[s0 + k * ss]}. */
+    private static void filterColumns(double[] src, int s0, int ss, double[] dst, int d0, int ds) {
         DoubleVector g0 = DoubleVector.fromArray(D8, src, s0), g1 = DoubleVector.fromArray(D8, src, s0 + ss);
         DoubleVector g2 = DoubleVector.fromArray(D8, src, s0 + 2 * ss);
         DoubleVector even = g0.mul(G1).add(g2.mul(G2)), odd = g1.mul(G3);
-        DoubleVector r0 = g0.mul(G0), r1 = even.add(odd), r2 = even.sub(odd);
+        g0.mul(G0).intoArray(dst, d0);
+        even.add(odd).intoArray(dst, d0 + ds);
+        even.sub(odd).intoArray(dst, d0 + 2 * ds);
         even = g0.mul(G4).sub(g2.mul(G2));
         odd = g1.mul(G5);
-        DoubleVector r3 = even.sub(odd), r4 = even.add(odd);
-        if (u == null) {
-            r0.intoArray(dst, d0);
-            r1.intoArray(dst, d0 + ds);
-            r2.intoArray(dst, d0 + 2 * ds);
-            r3.intoArray(dst, d0 + 3 * ds);
-            r4.intoArray(dst, d0 + 4 * ds);
-            g2.intoArray(dst, d0 + 5 * ds);
-        } else {
-            toFloat(r0).intoArray(u, u0);
-            toFloat(r1).intoArray(u, u0 + es);
-            toFloat(r2).intoArray(u, u0 + 2 * es);
-            toFloat(r3).intoArray(u, u0 + 3 * es);
-            toFloat(r4).intoArray(u, u0 + 4 * es);
-            toFloat(g2).intoArray(u, u0 + 5 * es);
-        }
+        even.sub(odd).intoArray(dst, d0 + 3 * ds);
+        even.add(odd).intoArray(dst, d0 + 4 * ds);
+        g2.intoArray(dst, d0 + 5 * ds);
     }
 
     /**
-     * F(2x2, 3x3)'s {@code (G2 src)[i]}, {@code G2 = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]} (points 0, 1, -1 and
-     * infinity), as {@link #filterTransform} otherwise.
+     * F(2x2, 3x3)'s {@code dst[d0 + i * ds] = (G2 src)[i]}, i < 4, {@code G2 = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]}
+     * (points 0, 1, -1 and infinity), as {@link #filterColumns} otherwise.
      */
-    private static void filterTransform2x2(double[] src, int s0, int ss, double[] dst, int d0, int ds, float[] u, int u0, int es) {
+    private static void filterColumns2x2(double[] src, int s0, int ss, double[] dst, int d0, int ds) {
         DoubleVector g0 = DoubleVector.fromArray(D8, src, s0), g1 = DoubleVector.fromArray(D8, src, s0 + ss);
         DoubleVector g2 = DoubleVector.fromArray(D8, src, s0 + 2 * ss);
         DoubleVector even = g0.add(g2).mul(0.5), odd = g1.mul(0.5);
-        DoubleVector r1 = even.add(odd), r2 = even.sub(odd);
-        if (u == null) {
-            g0.intoArray(dst, d0);
-            r1.intoArray(dst, d0 + ds);
-            r2.intoArray(dst, d0 + 2 * ds);
-            g2.intoArray(dst, d0 + 3 * ds);
-        } else {
-            toFloat(g0).intoArray(u, u0);
-            toFloat(r1).intoArray(u, u0 + es);
-            toFloat(r2).intoArray(u, u0 + 2 * es);
-            toFloat(g2).intoArray(u, u0 + 3 * es);
-        }
-    }
-
-    private static FloatVector toFloat(DoubleVector v) {
-        return (FloatVector) v.convertShape(VectorOperators.D2F, F8, 0);
+        g0.intoArray(dst, d0);
+        even.add(odd).intoArray(dst, d0 + ds);
+        even.sub(odd).intoArray(dst, d0 + 2 * ds);
+        g2.intoArray(dst, d0 + 3 * ds);
     }
 
     /**
      * The calling thread's weight copies, reused (a 64x64 layer's transformed weights are 590 KB): a call's are read
-     * by every thread until it returns, and no call runs inside another on one thread.
+     * by every thread until it returns, and no call runs inside another on one thread. {@link #filters}, {@link
+     * #columns} and {@link #transformed64} are scratch of whichever thread runs a part of {@link #transformedWeights}.
      */
     private static final class WeightBuffers {
         float[] source = new float[0];
         float[] transformed = new float[0];
-        /** Eight filters' taps and their column transforms, {@code [tap][lane]}, in float64. */
+        /** Eight filters' taps, their column transforms and their transforms, {@code [tap][lane]}, in float64. */
         final double[] filters = new double[9 * 8];
         final double[] columns = new double[18 * 8];
+        final double[] transformed64 = new double[36 * 8];
     }
 
     private static final ThreadLocal<WeightBuffers> WEIGHTS = ThreadLocal.withInitial(WeightBuffers::new);

@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import jdk.incubator.vector.FloatVector;
@@ -258,5 +262,43 @@ class WinogradConvolutionTest {
             if (before == null) System.clearProperty("jtorch.conv.winogradSixteen");
             else System.setProperty("jtorch.conv.winogradSixteen", before);
         }
+    }
+
+    /**
+     * The filter transform split over the pool ({@code WinogradF32.transformedWeights}, by input channel): each filter's
+     * transform is its own, so the outputs come out bit for bit as in one thread, at 2 and 3 threads, for F(4x4, 3x3) and
+     * F(2x2, 3x3), forward and flipped (the input gradient's weight); 96 x 64 channels split in three at 3 threads.
+     */
+    @Test
+    void filterTransformSplitOverThreadsKeepsTheBits() {
+        int saved = Parallel.numThreads();
+        try (Arena arena = Arena.ofShared()) {
+            Geometry g = geometry(2, 96, 9, 11, 64, 1);
+            Random r = new Random(11);
+            MemorySegment x = arena.allocate((long) 2 * 96 * 9 * 11 * Float.BYTES, 64), w = arena.allocate(96L * 64 * 9 * Float.BYTES, 64);
+            for (long i = 0; i < x.byteSize() / Float.BYTES; i++) x.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) r.nextGaussian());
+            for (long i = 0; i < w.byteSize() / Float.BYTES; i++) w.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) r.nextGaussian());
+            // All four forms at one thread first, then each at 2 and 3 threads: consecutive calls differ in form, so a
+            // part of the transformed weights left unwritten would hold another form's values (the buffer is reused).
+            float[][] one = new float[4][];
+            for (int form = 0; form < 4; form++) one[form] = winograd(arena, x, w, g, form, 1);
+            for (int threads = 2; threads <= 3; threads++) {
+                for (int form = 0; form < 4; form++) {
+                    assertTrue(Arrays.equals(one[form], winograd(arena, x, w, g, form, threads)),
+                            ((form & 2) != 0 ? "F(2x2)" : "F(4x4)") + ((form & 1) != 0 ? " flipped" : "") + " at " + threads + " threads");
+                }
+            }
+        } finally {
+            Parallel.setNumThreads(saved);
+        }
+    }
+
+    /** {@code WinogradF32.forward} at {@code threads}: F(2x2, 3x3) where {@code form & 2}, the weight flipped where {@code form & 1}. */
+    private static float[] winograd(Arena arena, MemorySegment x, MemorySegment w, Geometry g, int form, int threads) {
+        boolean twoByTwo = (form & 2) != 0, flipped = (form & 1) != 0;
+        Parallel.setNumThreads(threads);
+        MemorySegment out = arena.allocate((long) g.n() * g.cout() * g.oh() * g.ow() * Float.BYTES, 64);
+        WinogradF32.forward(x, 0, w, 0, null, 0, out, 0, g, flipped, null, twoByTwo);
+        return out.toArray(ValueLayout.JAVA_FLOAT);
     }
 }
