@@ -69,12 +69,7 @@ final class CpuBatchNormReluBackward {
         long rb = residual == null ? 0 : residual.offset() * 4;
         MemorySegment ms = masked == null ? null : masked.memory();
         long mb = masked == null ? 0 : masked.offset() * 4;
-        MemorySegment ds = gradInput == null ? null : gradInput.memory();
-        long db = gradInput == null ? 0 : gradInput.offset() * 4;
-        double count = (double) n * s;
-        // Each channel's input gradient right after its sums, while its planes are still in L2 (at 128 images of 8x8,
-        // 2 n s floats are 64 KiB; all channels' are 4 MiB): a second pass over all channels read them from L3 again.
-        Parallel.forRange(c, Math.max(1, GRAIN / Math.max(1, 3 * n * s)), (begin, end) -> {
+        Parallel.forRange(c, Math.max(1, GRAIN / Math.max(1, 2 * n * s)), (begin, end) -> {
             for (long ch = begin; ch < end; ch++) {
                 int k = (int) ch;
                 double sg = 0;
@@ -88,19 +83,6 @@ final class CpuBatchNormReluBackward {
                 }
                 sumG[k] = sg;
                 sumGXmu[k] = sgx;
-                if (ds == null) continue;
-                // gradInput = (gm - (x - mean) * k - mean(gm)) * invstd * weight, gm the masked gradient.
-                float a = (float) (invstdValues[k] * w[k]);
-                float kk = count > 0 ? (float) (sgx / count * invstdValues[k] * invstdValues[k]) : 0;
-                float mg = count > 0 ? (float) (sg / count) : 0;
-                for (long i = 0; i < n; i++) {
-                    long o = (i * c + ch) * s * 4;
-                    if (ms == null) {
-                        planeGradInput(gs, gb + o, xs, xb + o, ds, db + o, s, m[k], is[k], w[k], b[k], kk, mg, a);
-                    } else {
-                        maskedPlaneGradInput(ms, mb + o, xs, xb + o, ds, db + o, s, m[k], kk, mg, a);
-                    }
-                }
             }
         });
         if (gradBias != null) CpuNormalizationKernels.storeChannels(gradBias, sumG);
@@ -109,6 +91,29 @@ final class CpuBatchNormReluBackward {
             for (int i = 0; i < cc; i++) gw[i] = sumGXmu[i] * invstdValues[i];
             CpuNormalizationKernels.storeChannels(gradWeight, gw);
         }
+        if (gradInput == null) return;
+        double count = (double) n * s;
+        // gradInput = (gm - (x - mean) * k - mean(gm)) * invstd * weight, gm the masked gradient.
+        float[] a = new float[cc];
+        float[] kk = new float[cc];
+        float[] mg = new float[cc];
+        for (int i = 0; i < cc; i++) {
+            a[i] = (float) (invstdValues[i] * w[i]);
+            kk[i] = count > 0 ? (float) (sumGXmu[i] / count * invstdValues[i] * invstdValues[i]) : 0;
+            mg[i] = count > 0 ? (float) (sumG[i] / count) : 0;
+        }
+        MemorySegment ds = gradInput.memory();
+        long db = gradInput.offset() * 4;
+        Parallel.forRange(n * c, Math.max(1, GRAIN / s), (begin, end) -> {
+            for (long p = begin; p < end; p++) {
+                int ch = (int) (p % c);
+                if (ms == null) {
+                    planeGradInput(gs, gb + p * s * 4, xs, xb + p * s * 4, ds, db + p * s * 4, s, m[ch], is[ch], w[ch], b[ch], kk[ch], mg[ch], a[ch]);
+                } else {
+                    maskedPlaneGradInput(ms, mb + p * s * 4, xs, xb + p * s * 4, ds, db + p * s * 4, s, m[ch], kk[ch], mg[ch], a[ch]);
+                }
+            }
+        });
     }
 
     /** {@code sum(gm)} and {@code sum(gm * (x - mean))} over one plane, {@code gm} the gradient where the ReLU's input is positive. */

@@ -16,8 +16,7 @@ import org.jtorch.types.DType;
  * <p>Batch norm reads its input at most twice in each direction: forward computes the statistics in
  * one pass (sums shifted by the channel's first element, so that a large mean does not cancel the
  * variance) and applies {@code x * scale + shift} in a second; backward sums {@code g} and
- * {@code g * (x - mean)} per channel in one pass and writes the input gradient in a second (float32 planes of at
- * least one vector in training: each channel's right after its sums, over the channel's planes). Float32
+ * {@code g * (x - mean)} per channel in one pass and writes the input gradient in a second. Float32
  * planes of at least one vector get Vector API loops whose f32 lane sums are flushed into doubles
  * every {@value #SUM_BLOCK} elements; float32 {@code [n, c]} inputs (one element per plane, BatchNorm1d)
  * run vectors across channels instead, and float32 planes shorter than a vector across each image's
@@ -637,27 +636,6 @@ final class CpuNormalizationKernels implements NormalizationKernels {
             Parallel.forRange(chunks(c), grain(2 * n * FL), (begin, end) -> {
                 for (long k = begin; k < end; k++) rowSumsF32(gs, gb, xs, xb, n, cc, (int) k * FL, m, sumG, sumGXmu);
             });
-        } else if (needSums && fast && train && gradInput != null && gradInput.dtype() == DType.FLOAT32) {
-            // Each channel's input gradient right after its sums, while its planes (2 n s floats: 64 KiB at 128 images of
-            // 8x8) are still in L2: the two passes over all channels read every plane from L3 twice. The same sums and
-            // the same float coefficients per element as the two passes, so the same bits.
-            MemorySegment ds = gradInput.memory();
-            long db = base(gradInput);
-            Parallel.forRange(c, grain(3 * n * s), (begin, end) -> {
-                for (long ch = begin; ch < end; ch++) {
-                    int k = (int) ch;
-                    sumsF32(gs, gb, xs, xb, n, c, s, ch, (float) m[k], sumG, sumGXmu);
-                    float a = (float) (is[k] * w[k]);
-                    float kk = count > 0 ? (float) (sumGXmu[k] / count * is[k] * is[k]) : 0;
-                    float mg = count > 0 ? (float) (sumG[k] / count) : 0;
-                    for (long i = 0; i < n; i++) {
-                        long o = (i * c + ch) * s * 4;
-                        gradInputTrainF32(gs, gb + o, xs, xb + o, ds, db + o, s, (float) m[k], kk, mg, a);
-                    }
-                }
-            });
-            storeGradParameters(sumG, sumGXmu, is, gradWeight, gradBias);
-            return;
         } else if (needSums) {
             Parallel.forRange(c, grain(2 * n * s), (begin, end) -> {
                 double[] gbuf = fast ? null : new double[BLOCK];
@@ -669,7 +647,12 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 }
             });
         }
-        storeGradParameters(sumG, sumGXmu, is, gradWeight, gradBias);
+        if (gradBias != null) storeChannels(gradBias, sumG);
+        if (gradWeight != null) {
+            double[] gw = new double[cc];
+            for (int i = 0; i < cc; i++) gw[i] = sumGXmu[i] * is[i];
+            storeChannels(gradWeight, gw);
+        }
         if (gradInput == null) return;
         // gradInput = (g - (x - mean) * k - meanG) * a with a = invstd * weight; in eval k = meanG = 0.
         double[] a = new double[cc];
@@ -684,17 +667,6 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         }
         if (bf16) gradInputBf16(gradOut, x, n, c, s, m, a, kk, mg, train, gradInput);
         else gradInput(gradOut, x, n, c, s, m, a, kk, mg, train, gradInput);
-    }
-
-    /** {@code gradBias = sum(g)} and {@code gradWeight = sum(g * (x - mean)) * invstd}, each where wanted (not null). */
-    private static void storeGradParameters(double[] sumG, double[] sumGXmu, double[] invstd, StridedView gradWeight,
-                                            StridedView gradBias) {
-        if (gradBias != null) storeChannels(gradBias, sumG);
-        if (gradWeight != null) {
-            double[] gw = new double[sumGXmu.length];
-            for (int i = 0; i < gw.length; i++) gw[i] = sumGXmu[i] * invstd[i];
-            storeChannels(gradWeight, gw);
-        }
     }
 
     /** {@link #gradInput}'s float32 plane loops on bfloat16 planes. */
