@@ -16,7 +16,8 @@ import org.jtorch.types.DType;
  * <p>Batch norm reads its input at most twice in each direction: forward computes the statistics in
  * one pass (sums shifted by the channel's first element, so that a large mean does not cancel the
  * variance) and applies {@code x * scale + shift} in a second; backward sums {@code g} and
- * {@code g * (x - mean)} per channel in one pass and writes the input gradient in a second. Float32
+ * {@code g * (x - mean)} per channel in one pass (on float32 planes up to {@value #SUM_BLOCK} elements, each image's
+ * block of a thread's channels in turn) and writes the input gradient in a second. Float32
  * planes of at least one vector get Vector API loops whose f32 lane sums are flushed into doubles
  * every {@value #SUM_BLOCK} elements; float32 {@code [n, c]} inputs (one element per plane, BatchNorm1d)
  * run vectors across channels instead, and float32 planes shorter than a vector across each image's
@@ -636,6 +637,9 @@ final class CpuNormalizationKernels implements NormalizationKernels {
             Parallel.forRange(chunks(c), grain(2 * n * FL), (begin, end) -> {
                 for (long k = begin; k < end; k++) rowSumsF32(gs, gb, xs, xb, n, cc, (int) k * FL, m, sumG, sumGXmu);
             });
+        } else if (needSums && fast && s <= SUM_BLOCK) {
+            Parallel.forRange(c, grain(2 * n * s), (begin, end) -> imageMajorSumsF32(gs, gb, xs, xb, n, c, s, (int) begin, (int) end, m,
+                    sumG, sumGXmu));
         } else if (needSums) {
             Parallel.forRange(c, grain(2 * n * s), (begin, end) -> {
                 double[] gbuf = fast ? null : new double[BLOCK];
@@ -859,6 +863,82 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         sgx += VectorF32.sumLanes(acc2.add(acc2B)) + (double) tq;
         sumG[(int) ch] = sg;
         sumGXmu[(int) ch] = sgx;
+    }
+
+    /**
+     * {@link #sumsF32} of channels {@code [c0, c1)} for planes of at most {@value #SUM_BLOCK} elements, walking each image's
+     * contiguous block of those channels in turn (one stream) instead of each channel's planes an image apart: at 8x8 a
+     * channel's planes are 256 bytes 16 KiB apart. Each channel's accumulators wait in arrays between its planes, and take
+     * the same operations in the same order as {@link #sumsF32}'s, so the sums are the same bits.
+     */
+    private static void imageMajorSumsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, long n, long c, long s, int c0, int c1,
+                                          double[] mean, double[] sumG, double[] sumGXmu) {
+        int channels = c1 - c0;
+        float[] acc = new float[channels * FL];
+        float[] acc2 = new float[channels * FL];
+        float[] accB = new float[channels * FL];
+        float[] acc2B = new float[channels * FL];
+        float[] ts = new float[channels];
+        float[] tq = new float[channels];
+        double[] sg = new double[channels];
+        double[] sgx = new double[channels];
+        long upper = s - s % FL;
+        long upper2 = s - s % (2 * FL);
+        long pending = 0;
+        for (long i = 0; i < n; i++) {
+            for (int k = 0; k < channels; k++) {
+                float mu = (float) mean[c0 + k];
+                long go = gb + (i * c + c0 + k) * s * 4;
+                long xo = xb + (i * c + c0 + k) * s * 4;
+                FloatVector a = FloatVector.fromArray(FS, acc, k * FL);
+                FloatVector a2 = FloatVector.fromArray(FS, acc2, k * FL);
+                FloatVector b = FloatVector.fromArray(FS, accB, k * FL);
+                FloatVector b2 = FloatVector.fromArray(FS, acc2B, k * FL);
+                long j = 0;
+                for (; j < upper2; j += 2 * FL) {
+                    FloatVector g = ld(gs, go + 4 * j);
+                    FloatVector h = ld(gs, go + 4 * (j + FL));
+                    a = a.add(g);
+                    a2 = g.fma(ld(xs, xo + 4 * j).sub(mu), a2);
+                    b = b.add(h);
+                    b2 = h.fma(ld(xs, xo + 4 * (j + FL)).sub(mu), b2);
+                }
+                for (; j < upper; j += FL) {
+                    FloatVector g = ld(gs, go + 4 * j);
+                    a = a.add(g);
+                    a2 = g.fma(ld(xs, xo + 4 * j).sub(mu), a2);
+                }
+                for (; j < s; j++) {
+                    float g = gs.get(ElementIO.F32, go + 4 * j);
+                    ts[k] += g;
+                    tq[k] += g * (xs.get(ElementIO.F32, xo + 4 * j) - mu);
+                }
+                a.intoArray(acc, k * FL);
+                a2.intoArray(acc2, k * FL);
+                b.intoArray(accB, k * FL);
+                b2.intoArray(acc2B, k * FL);
+            }
+            pending += s;
+            if (pending >= SUM_BLOCK) {
+                flushSums(channels, acc, accB, ts, sg);
+                flushSums(channels, acc2, acc2B, tq, sgx);
+                pending = 0;
+            }
+        }
+        flushSums(channels, acc, accB, ts, sg);
+        flushSums(channels, acc2, acc2B, tq, sgx);
+        System.arraycopy(sg, 0, sumG, c0, channels);
+        System.arraycopy(sgx, 0, sumGXmu, c0, channels);
+    }
+
+    /** Each channel's two vector accumulators and scalar tail added into its double total, as {@link #sumsF32} flushes; then zeroed. */
+    private static void flushSums(int channels, float[] acc, float[] accB, float[] tail, double[] total) {
+        for (int k = 0; k < channels; k++) {
+            total[k] += VectorF32.sumLanes(FloatVector.fromArray(FS, acc, k * FL).add(FloatVector.fromArray(FS, accB, k * FL))) + (double) tail[k];
+        }
+        java.util.Arrays.fill(acc, 0);
+        java.util.Arrays.fill(accB, 0);
+        java.util.Arrays.fill(tail, 0);
     }
 
     /** {@link #sumsF32} for channels {@code [c0, c0 + FL)} of a float32 {@code [n, c]} block (lanes are channels). */
