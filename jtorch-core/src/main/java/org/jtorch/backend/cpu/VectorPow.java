@@ -29,7 +29,10 @@ import jdk.incubator.vector.VectorSpecies;
  * Vector API's own methods are force-inlined. The method itself (830 bytes of bytecode) is too big for C2 to inline
  * into a kernel ("hot method too big"): the kernel boxes x, y and the result at each call. 24 ms for 4M floats
  * against the JDK's 4.9 (positive bases; 40-250 ms with negative ones) and the scalar form's 365 (docs/BENCHMARKS.md,
- * issue 20, nineteenth session).
+ * issue 20, nineteenth session). Getting under FreqInlineSize is not enough: a 292-byte form (the halves as a two-pass
+ * loop) was inlined only until C2 had compiled pow on its own (the C1-compiled kernels call it first), 3,824 bytes of
+ * code, past InlineSmallCode (2,500); from then on C2 refuses it ("already compiled into a big method"; twentieth
+ * session).
  *
  * <p>Double lanes: fdlibm's pow, StrictMath's bits (see {@link #pow(DoubleVector, DoubleVector)}).
  */
