@@ -159,7 +159,9 @@ final class VectorPow {
      * fused multiply-adds), so the same bits as StrictMath's. fdlibm's branches are blends; where a lane would take
      * one of its rare branches (x or y infinite or NaN, x subnormal, |y| above about 2^31, a result that overflows or
      * underflows or is subnormal) the vector takes {@link StrictMath#pow} lane by lane. Zero x and fdlibm's exponents
-     * 0, 1, -1, 2 and 0.5 are blended in as fdlibm returns them.
+     * 0, 1, -1, 2 and 0.5 are blended in as fdlibm returns them. Too big to be inlined into a kernel (1,607 bytes), so
+     * boxed at each call: 50 ms for 2M doubles against the JDK's 9.8 and StrictMath lane by lane's 286
+     * (docs/BENCHMARKS.md, issue 20, twentieth session).
      */
     static DoubleVector pow(DoubleVector x, DoubleVector y) {
         DoubleVector ax = x.abs(), ay = y.abs();
