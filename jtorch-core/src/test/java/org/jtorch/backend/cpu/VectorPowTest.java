@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import java.util.List;
 import java.util.Random;
+import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import org.jtorch.testing.ChildJvm;
 import org.junit.jupiter.api.Test;
@@ -14,10 +15,12 @@ import org.junit.jupiter.api.Test;
  * {@link VectorPow}'s float form: within half an ulp (and 10^-5) of {@link StrictMath#pow}'s double value, so
  * within an ulp of its float, over a grid of bases across the whole float range (both signs) against integer,
  * half-integer and random exponents, random pairs, and Math.pow's special arguments, whose zeros, infinities and NaN
- * must come out exactly (signs included); the same bits interpreted as compiled.
+ * must come out exactly (signs included). Its double form: StrictMath's bits over a grid of bases across the whole
+ * double range against integer, half-integer, huge and special exponents, and random pairs (results near overflow and
+ * underflow among them). Both: the same bits interpreted as compiled.
  */
 class VectorPowTest {
-    private static final int FL = FloatVector.SPECIES_PREFERRED.length();
+    private static final int FL = FloatVector.SPECIES_PREFERRED.length(), DL = DoubleVector.SPECIES_PREFERRED.length();
 
     /** Exponents: the integers and halves to +-6, a third, tiny and huge ones, and Math.pow's special ones. */
     private static final float[] EXPONENTS = {0f, -0f, 1f, -1f, 2f, -2f, 3f, -3f, 4f, 5f, -5f, 6f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f,
@@ -131,6 +134,78 @@ class VectorPowTest {
         }
     }
 
+    /**
+     * Double exponents: integers and halves, thirds, tiny and huge ones, those around 2^31 (fdlibm's branch for huge
+     * y) and 2^53, and Math.pow's special ones.
+     */
+    private static final double[] EXPONENTS_D = {0, -0.0, 1, -1, 2, -2, 3, -3, 4, 5, -5, 6, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 1.0 / 3,
+        -1.0 / 3, 0.1, 7.5, -0.75, 1e-10, -1e-10, Double.MIN_VALUE, 1e5, -1e5, 0x1p31 - 1, 0x1p31, 0x1p31 + 1, 0x1.00000ffffffffp31,
+        Math.nextUp(0x1.00000ffffffffp31), 0x1p53 - 1, 0x1p53, 1e300, -1e300, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY,
+        Double.NaN};
+
+    /** VectorPow.pow over double pairs, padded to whole vectors. */
+    static double[] pow(double[] x, double[] y) {
+        int len = (x.length + DL - 1) / DL * DL;
+        double[] xs = java.util.Arrays.copyOf(x, len), ys = java.util.Arrays.copyOf(y, len), o = new double[len];
+        for (int i = 0; i < len; i += DL) {
+            VectorPow.pow(DoubleVector.fromArray(DoubleVector.SPECIES_PREFERRED, xs, i), DoubleVector.fromArray(DoubleVector.SPECIES_PREFERRED, ys, i))
+                    .intoArray(o, i);
+        }
+        return java.util.Arrays.copyOf(o, x.length);
+    }
+
+    /** Every result has StrictMath.pow's bits (NaN's payload aside). */
+    static void assertStrictMathsBits(double[] x, double[] y) {
+        double[] got = pow(x, y);
+        for (int i = 0; i < x.length; i++) {
+            double want = StrictMath.pow(x[i], y[i]);
+            if (Double.isNaN(want) ? !Double.isNaN(got[i]) : Double.doubleToRawLongBits(want) != Double.doubleToRawLongBits(got[i])) {
+                fail("pow(" + x[i] + ", " + y[i] + ") = " + got[i] + ", StrictMath " + want);
+            }
+        }
+    }
+
+    @Test
+    void doubleHasStrictMathsBitsAcrossTheRange() {
+        List<Double> bases = new java.util.ArrayList<>();
+        for (long bits = 0; bits <= Double.doubleToRawLongBits(Double.POSITIVE_INFINITY); bits += 0xd1b71758e219L) {
+            bases.add(Double.longBitsToDouble(bits));
+            bases.add(-Double.longBitsToDouble(bits));
+        }
+        for (double b : new double[] {0, -0.0, 1, -1, 2, -2, 0.5, 1.5, Math.sqrt(1.5), Math.sqrt(3), Math.nextUp(1.0), Math.nextDown(1.0),
+            Double.MIN_VALUE, Double.MIN_NORMAL, Double.MAX_VALUE, -Double.MAX_VALUE, Double.POSITIVE_INFINITY,
+            Double.NEGATIVE_INFINITY, Double.NaN}) bases.add(b);
+        double[] x = new double[bases.size() * EXPONENTS_D.length], y = new double[x.length];
+        for (int i = 0; i < bases.size(); i++) {
+            for (int j = 0; j < EXPONENTS_D.length; j++) {
+                x[i * EXPONENTS_D.length + j] = bases.get(i);
+                y[i * EXPONENTS_D.length + j] = EXPONENTS_D[j];
+            }
+        }
+        assertStrictMathsBits(x, y);
+    }
+
+    @Test
+    void doubleHasStrictMathsBitsOverRandomPairs() {
+        Random r = new Random(11);
+        int n = 400_000;
+        double[] x = new double[n], y = new double[n];
+        for (int i = 0; i < n; i++) {
+            switch (i % 5) {
+                case 0 -> { x[i] = r.nextDouble() * 10; y[i] = r.nextDouble() * 200 - 100; }
+                case 1 -> { x[i] = r.nextGaussian() * 3; y[i] = r.nextInt(81) - 40; }
+                case 2 -> { x[i] = 1 + r.nextGaussian() * 1e-6; y[i] = r.nextGaussian() * 1e8; }
+                case 3 -> { x[i] = Double.longBitsToDouble(r.nextLong(0x7ff0000000000000L)); y[i] = r.nextGaussian(); }
+                // Results about 2^+-1000 to 2^+-1100: the overflow, underflow and subnormal edges.
+                default -> {
+                    x[i] = 2 + r.nextDouble();
+                    y[i] = (1000 + r.nextDouble() * 100) / (Math.log(x[i]) / Math.log(2)) * (r.nextBoolean() ? 1 : -1);
+                }
+            }
+        }
+        assertStrictMathsBits(x, y);
+    }
+
     private static long digest() {
         Random r = new Random(5);
         int n = 1 << 14;
@@ -141,6 +216,12 @@ class VectorPowTest {
         }
         long h = 17;
         for (float v : pow(x, y)) h = h * 31 + Float.floatToRawIntBits(v);
+        double[] xd = new double[n], yd = new double[n];
+        for (int i = 0; i < n; i++) {
+            xd[i] = r.nextGaussian() * 4;
+            yd[i] = i % 2 == 0 ? r.nextInt(9) - 4 : r.nextGaussian() * 8;
+        }
+        for (double v : pow(xd, yd)) h = h * 31 + Double.doubleToRawLongBits(v);
         return h;
     }
 
