@@ -298,7 +298,7 @@ class WinogradConvolutionTest {
         boolean twoByTwo = (form & 2) != 0, flipped = (form & 1) != 0;
         Parallel.setNumThreads(threads);
         MemorySegment out = arena.allocate((long) g.n() * g.cout() * g.oh() * g.ow() * Float.BYTES, 64);
-        WinogradF32.forward(x, 0, w, 0, null, 0, out, 0, g, flipped, null, twoByTwo);
+        WinogradF32.forward(x, 0, false, w, 0, null, 0, out, 0, g, flipped, null, twoByTwo);
         return out.toArray(ValueLayout.JAVA_FLOAT);
     }
 }
