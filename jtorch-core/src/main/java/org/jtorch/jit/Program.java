@@ -31,7 +31,6 @@ import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Normalization;
 import org.jtorch.types.DType;
-import org.jtorch.types.Device;
 
 /**
  * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
@@ -1759,8 +1758,7 @@ final class Program {
         Tensor[] perChannel = {stats[0], stats[1], weight, bias};
         Tensor out = reused != null ? reused : Tensor.empty(root.shape, DType.FLOAT32, root.device);
         try {
-            Tensor[] args = shortPlanes(root) ? planeArguments(others, x, perChannel, root.shape)
-                    : normalizedArguments(others, x, perChannel, root.shape.length);
+            Tensor[] args = normalizedArguments(others, x, perChannel, root.shape.length);
             try {
                 apply(e.kernel(), root, args, null, out);
             } finally {
@@ -1862,42 +1860,7 @@ final class Program {
         return args.toArray(new Tensor[0]);
     }
 
-    /**
-     * Planes shorter than this many elements take {@link #planeArguments} on the CPU: the generated kernel's cost per
-     * row (finding each operand's row, the call) outweighs the extra loads of per-channel planes there (one thread,
-     * relu(batch_norm(x)) in training: [32, 64, 8, 8] 291-303 -> 129-151 us a call; at [32, 32, 16, 16] the rows win).
-     */
-    private static final long SHORT_PLANE = 256;
-
-    /** Whether {@code root}'s {@code [N, C, ...]} planes are short: see {@link #SHORT_PLANE}. */
-    private static boolean shortPlanes(Graph.Node root) {
-        if (root.device.type() != Device.Type.CPU || root.shape.length < 3 || root.shape[0] * root.shape[1] == 0) return false;
-        long plane = Shapes.numel(root.shape) / (root.shape[0] * root.shape[1]);
-        return plane > 1 && plane < SHORT_PLANE;
-    }
-
-    /**
-     * {@link #normalizedArguments} with each per-channel value repeated over its channel's plane ({@code [C, ...]},
-     * broadcast over the batch): every operand is then contiguous over a whole image, so the kernel runs one row per
-     * image instead of one per plane. The same values and operations per element.
-     */
-    private static Tensor[] planeArguments(List<Tensor> others, Tensor x, Tensor[] perChannel, long[] shape) {
-        List<Tensor> args = new ArrayList<>(others);
-        args.add(x);
-        long[] channel = new long[shape.length - 1];
-        java.util.Arrays.fill(channel, 1);
-        long[] plane = java.util.Arrays.copyOfRange(shape, 1, shape.length);
-        for (Tensor t : perChannel) {
-            if (t == null) continue;
-            channel[0] = t.numel();
-            try (Tensor v = t.view(channel); Tensor repeated = v.expand(plane)) {
-                args.add(repeated.contiguous());
-            }
-        }
-        return args.toArray(new Tensor[0]);
-    }
-
-    /** Closes the per-channel tensors {@link #normalizedArguments} or {@link #planeArguments} made (after the others and {@code x}). */
+    /** Closes the per-channel views {@link #normalizedArguments} made (after the others and {@code x}). */
     private static void closeChannelViews(Tensor[] args, int others) {
         for (int k = others + 1; k < args.length; k++) args[k].close();
     }
