@@ -1924,7 +1924,7 @@ public final class Tensor implements Scoped {
      * autograd is the caller's.
      */
     public Tensor trackedView(ViewOps.Geometry v) {
-        Tensor r = view(v);
+        Tensor r = view(Arguments.nonNull("trackedView", "v", v));
         trackView(r);
         return r;
     }
