@@ -1,6 +1,5 @@
 package org.jtorch;
 
-import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
@@ -12,12 +11,12 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Node;
-import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Scoped;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.Conversions;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.op.PointwiseOps;
@@ -511,12 +510,10 @@ public final class Tensor implements Scoped {
     /** A new view of the same data that holds its own storage reference (closing it leaves this tensor open). */
     public Tensor alias() { return Views.alias(this); }
 
-    // ------------------------------------------------------------------ copies and conversions
+    // ------------------------------------------------------------------ copies and conversions (org.jtorch.ops.Conversions)
 
     /** Copies {@code src} into this tensor, broadcasting it and converting its dtype. */
-    public Tensor copy_(Tensor src) {
-        return copy_(src, false);
-    }
+    public Tensor copy_(Tensor src) { return copy_(src, false); }
 
     /**
      * Copies {@code src} into this tensor, broadcasting it and converting its dtype. With {@code nonBlocking},
@@ -526,63 +523,35 @@ public final class Tensor implements Scoped {
      * copies are synchronous, as {@code copy_(src)}.
      */
     public Tensor copy_(Tensor src, boolean nonBlocking) {
-        Arguments.nonNull("copy_", "src", src);
-        return Dispatcher.callInPlace(CopyOps.COPY, new Tensor[] {this, src}, nonBlocking ? 1 : 0);
+        return Dispatcher.callInPlace(CopyOps.COPY, new Tensor[] {this, Arguments.nonNull("copy_", "src", src)}, nonBlocking ? 1 : 0);
     }
 
     /** This tensor converted to {@code dtype}: a new reference to the same data when the dtype already matches. */
-    public Tensor to(DType target) {
-        Arguments.nonNull("to", "target", target);
-        checkOpen("to");
-        if (target == dtype) return alias();
-        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, target.ordinal(), Double.NaN, 0);
-    }
+    public Tensor to(DType target) { return Conversions.to(this, target); }
 
     /** This tensor moved to {@code target}: a new reference when it is already there. */
-    public Tensor to(Device target) {
-        return to(target, false);
-    }
+    public Tensor to(Device target) { return to(target, false); }
 
     /**
      * This tensor moved to {@code target}; with {@code nonBlocking} a copy from pinned host memory to a
      * device may still be in flight on the device's current stream when this returns (see
      * {@link #copy_(Tensor, boolean)}). A new reference when it is already there.
      */
-    public Tensor to(Device target, boolean nonBlocking) {
-        Arguments.nonNull("to", "target", target);
-        checkOpen("to");
-        if (target.equals(device())) return alias();
-        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, Double.NaN, CopyOps.deviceScalar(target), nonBlocking ? 1 : 0);
-    }
+    public Tensor to(Device target, boolean nonBlocking) { return Conversions.to(this, target, nonBlocking); }
 
     /** This tensor moved to {@code target} and converted to {@code targetType} in one copy: a new reference when neither changes. */
-    public Tensor to(Device target, DType targetType) {
-        Arguments.nonNull("to", "target", target);
-        Arguments.nonNull("to", "targetType", targetType);
-        checkOpen("to");
-        if (target.equals(device())) return to(targetType);
-        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, targetType == dtype ? Double.NaN : targetType.ordinal(),
-                CopyOps.deviceScalar(target), 0);
-    }
+    public Tensor to(Device target, DType targetType) { return Conversions.to(this, target, targetType); }
 
-    public Tensor cpu() {
-        return to(Device.cpu());
-    }
+    public Tensor cpu() { return to(Device.cpu()); }
 
     /** This tensor on the default CUDA device, {@code cuda:0} (PyTorch's {@code tensor.cuda()}). */
-    public Tensor cuda() {
-        return to(Device.cuda());
-    }
+    public Tensor cuda() { return to(Device.cuda()); }
 
     /** This tensor on {@code cuda:index}. */
-    public Tensor cuda(int index) {
-        return to(Device.cuda(index));
-    }
+    public Tensor cuda(int index) { return to(Device.cuda(index)); }
 
     /** Whether this tensor's memory is page-locked host memory (made by {@link #pinMemory()} or a pinning DataLoader). */
-    public boolean isPinned() {
-        return storage.isPinned();
-    }
+    public boolean isPinned() { return storage.isPinned(); }
 
     /**
      * This CPU tensor copied into page-locked host memory (contiguous), from which copies to an accelerator
@@ -592,115 +561,34 @@ public final class Tensor implements Scoped {
      * @throws IllegalStateException when no accelerator with pinned memory is available, naming why
      * @throws IllegalArgumentException for a tensor that is not on the CPU
      */
-    public Tensor pinMemory() {
-        checkOpen("pinMemory");
-        if (!device().isCpu()) throw new IllegalArgumentException("pinMemory: cannot pin a tensor on " + device() + ", only CPU tensors");
-        if (isPinned()) return alias();
-        long[] shape = shape();
-        Tensor pinned = fromStorage(Dispatcher.allocatePinnedHost("pinMemory", numel() * dtype().byteSize()), dtype(), shape,
-                Shapes.contiguousStrides(shape), 0);
-        if (numel() > 0) Dispatcher.copyBetween(this, pinned, false);
-        return pinned;
-    }
+    public Tensor pinMemory() { return Conversions.pinMemory(this); }
 
     /**
      * Sets every element to {@code value}. An in-place op for autograd: refused on a leaf that requires grad (as
      * PyTorch's), and recorded on a graph tensor, whose earlier values then get a zero gradient ({@code FillBackward0}).
      */
-    public Tensor fill_(double value) {
-        return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, (long) value));
-    }
+    public Tensor fill_(double value) { return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, (long) value)); }
 
     /** Sets every element to {@code value}; exact for 64-bit integers. */
-    public Tensor fill_(long value) {
-        return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, value));
-    }
+    public Tensor fill_(long value) { return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, value)); }
 
-    public Tensor zero_() {
-        return Dispatcher.callInPlace(CopyOps.ZERO, new Tensor[] {this});
-    }
+    public Tensor zero_() { return Dispatcher.callInPlace(CopyOps.ZERO, new Tensor[] {this}); }
 
     /** The value of a one-element tensor, as a double. */
-    public double item() {
-        checkOpen("item");
-        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, "item");
-        if (numel() != 1) {
-            throw new IllegalArgumentException("item: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
-                    + ") cannot be converted to a scalar");
-        }
-        try (Tensor host = cpu()) {
-            return ElementCodec.getDouble(dtype, host.storage.segment(), host.offset * dtype.byteSize());
-        }
-    }
+    public double item() { return Conversions.item(this); }
 
     /** The value of a one-element tensor, as a long (exact for int64). */
-    public long itemLong() {
-        checkOpen("item");
-        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, "itemLong");
-        if (numel() != 1) {
-            throw new IllegalArgumentException("itemLong: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
-                    + ") cannot be converted to a scalar");
-        }
-        try (Tensor host = cpu()) {
-            return ElementCodec.getLong(dtype, host.storage.segment(), host.offset * dtype.byteSize());
-        }
-    }
+    public long itemLong() { return Conversions.itemLong(this); }
 
-    public float[] toFloatArray() {
-        float[] a = new float[javaArrayLength("toFloatArray")];
-        copyOut(DType.FLOAT32, MemorySegment.ofArray(a));
-        return a;
-    }
+    public float[] toFloatArray() { return Conversions.toFloatArray(this); }
 
-    public double[] toDoubleArray() {
-        double[] a = new double[javaArrayLength("toDoubleArray")];
-        copyOut(DType.FLOAT64, MemorySegment.ofArray(a));
-        return a;
-    }
+    public double[] toDoubleArray() { return Conversions.toDoubleArray(this); }
 
-    public long[] toLongArray() {
-        long[] a = new long[javaArrayLength("toLongArray")];
-        copyOut(DType.INT64, MemorySegment.ofArray(a));
-        return a;
-    }
+    public long[] toLongArray() { return Conversions.toLongArray(this); }
 
-    public int[] toIntArray() {
-        int[] a = new int[javaArrayLength("toIntArray")];
-        copyOut(DType.INT32, MemorySegment.ofArray(a));
-        return a;
-    }
+    public int[] toIntArray() { return Conversions.toIntArray(this); }
 
-    public boolean[] toBooleanArray() {
-        byte[] b = new byte[javaArrayLength("toBooleanArray")];
-        copyOut(DType.BOOL, MemorySegment.ofArray(b));
-        boolean[] a = new boolean[b.length];
-        for (int i = 0; i < b.length; i++) a[i] = b[i] != 0;
-        return a;
-    }
-
-    /** The JDK's largest safe array length ({@code ArraysSupport.SOFT_MAX_ARRAY_LENGTH}). */
-    private static final int MAX_ARRAY_LENGTH = Integer.MAX_VALUE - 8;
-
-    private int javaArrayLength(String op) {
-        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, op);
-        long n = numel();
-        if (n > MAX_ARRAY_LENGTH) {
-            throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " has " + n
-                    + " elements, more than a Java array holds (" + MAX_ARRAY_LENGTH + "); copy it out in slices (narrow())");
-        }
-        return (int) n;
-    }
-
-    /** Copies the elements in row-major order, converted to {@code type}, into a heap segment. */
-    private void copyOut(DType type, MemorySegment dst) {
-        checkOpen("toArray");
-        // Converted into native memory, then one bulk copy to the array: a heap segment as a kernel's output would make
-        // every kernel's compiled stores handle both kinds (ScalarCells says why).
-        try (Tensor host = cpu(); Tensor out = Tensor.empty(shape.clone(), type, Device.cpu())) {
-            Dispatcher.copyBetween(host, out, false);
-            MemorySegment.copy(out.storage.segment(), out.offset * type.byteSize(), dst, 0, dst.byteSize());
-        }
-    }
+    public boolean[] toBooleanArray() { return Conversions.toBooleanArray(this); }
 
     // ------------------------------------------------------------------ autograd (org.jtorch.autograd)
 

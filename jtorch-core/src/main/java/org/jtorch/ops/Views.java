@@ -12,10 +12,12 @@ import org.jtorch.op.ViewOps;
 import org.jtorch.types.Arguments;
 
 /**
- * The view ops' front end, behind {@link Tensor}'s view methods: each call runs one chain, written once here. Traced, it is
- * reported as one op ({@link #traced}) and replayed through the same method; otherwise the tensor is checked open, the
- * view's geometry is computed and checked by the op's meta function in {@link ViewOps}, and {@link #viewOf} makes the
- * view, with its base remembered for in-place ops on it, and records the call for autograd when the input requires grad.
+ * The view ops' front end, behind {@link Tensor}'s view methods. Each runs one chain: traced, the call is reported as one op
+ * ({@link #traced}) and replayed through the same method; otherwise the tensor is checked open, the view's geometry is
+ * computed and checked by the op's meta function in {@link ViewOps}, {@link Tensor#trackedView} makes the view with its base
+ * remembered for in-place ops on it, and the call is recorded for autograd ({@link Dispatcher#recordView}) when {@link
+ * #recorded}. The scalars autograd keeps are built only then: a lambda deferring them cost a view call about a third more
+ * (it was not scalar-replaced), so each op spells the record out.
  *
  * <p>The view state itself (a view's base, the base's history it was derived from, the no-grad and multi-output marks)
  * stays on {@link Tensor}, which reads it for every in-place op and {@code gradFn()}: this class reaches it only through
@@ -24,19 +26,15 @@ import org.jtorch.types.Arguments;
 public final class Views {
     private Views() {}
 
-    /** A view op's scalars for autograd, computed only when its call is recorded. */
-    @FunctionalInterface
-    private interface RecordedScalars {
-        double[] get();
-    }
-
     /** {@code self.view(size)}: a new shape (one size may be -1); fails where the strides cannot express it, as PyTorch's. */
     public static Tensor view(Tensor self, long[] size) {
         if (Dispatcher.tracing()) return traced(ViewOps.VIEW, self, FrontEnds.args(size), () -> view(self, size));
         Arguments.nonNull("view", "newShape", size);
         self.checkOpen("view");
         ViewOps.Geometry v = ViewOps.view(self.shapeArray(), self.stridesArray(), self.storageOffset(), size);
-        return viewOf(ViewOps.VIEW, self, v, () -> FrontEnds.args(size));
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.VIEW, self, r, FrontEnds.args(size));
+        return r;
     }
 
     /** {@code self.reshape(size)}: a view where the strides allow it, otherwise a contiguous copy of the new shape. */
@@ -46,7 +44,11 @@ public final class Views {
         self.checkOpen("reshape");
         long[] s = Shapes.inferSize("reshape", size, self.numel(), self.shapeArray());
         ViewOps.Geometry v = ViewOps.reshapeView(self.shapeArray(), self.stridesArray(), self.storageOffset(), s);
-        if (v != null) return viewOf(ViewOps.VIEW, self, v, () -> FrontEnds.args(s));
+        if (v != null) {
+            Tensor r = self.trackedView(v);
+            if (recorded(self, r)) Dispatcher.recordView(ViewOps.VIEW, self, r, FrontEnds.args(s));
+            return r;
+        }
         try (Tensor c = self.contiguous()) {
             return c.view(s);
         }
@@ -58,7 +60,9 @@ public final class Views {
         Arguments.nonNull("permute", "dims", dims);
         self.checkOpen("permute");
         ViewOps.Geometry v = ViewOps.permute(self.shapeArray(), self.stridesArray(), self.storageOffset(), dims);
-        return viewOf(ViewOps.PERMUTE, self, v, () -> FrontEnds.args(dims));
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.PERMUTE, self, r, FrontEnds.args(dims));
+        return r;
     }
 
     /** {@code self.transpose(dim0, dim1)}; dims 0 and -1 of a 0-d tensor name the tensor itself (an alias), as PyTorch. */
@@ -66,7 +70,10 @@ public final class Views {
         if (Dispatcher.tracing()) return traced(ViewOps.TRANSPOSE, self, FrontEnds.args(dim0, dim1), () -> transpose(self, dim0, dim1));
         self.checkOpen("transpose");
         ViewOps.Geometry v = ViewOps.transpose(self.shapeArray(), self.stridesArray(), self.storageOffset(), dim0, dim1);
-        return v == null ? self.alias() : viewOf(ViewOps.TRANSPOSE, self, v, () -> new double[] {dim0, dim1});
+        if (v == null) return self.alias();
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.TRANSPOSE, self, r, dim0, dim1);
+        return r;
     }
 
     /** {@code self.t()}: a matrix transposed; 0-d and 1-d tensors come back as aliases. */
@@ -94,7 +101,9 @@ public final class Views {
         if (Dispatcher.tracing()) return traced(ViewOps.SQUEEZE, self, new double[0], () -> squeeze(self));
         self.checkOpen("squeeze");
         ViewOps.Geometry v = ViewOps.squeeze(self.shapeArray(), self.stridesArray(), self.storageOffset());
-        return viewOf(ViewOps.SQUEEZE, self, v, () -> new double[0]);
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.SQUEEZE, self, r);
+        return r;
     }
 
     /** {@code self.squeeze(dim)}: dimension {@code dim} removed if its size is 1, else an alias. */
@@ -102,7 +111,10 @@ public final class Views {
         if (Dispatcher.tracing()) return traced(ViewOps.SQUEEZE_DIM, self, FrontEnds.args(dim), () -> squeeze(self, dim));
         self.checkOpen("squeeze");
         ViewOps.Geometry v = ViewOps.squeezeDim(self.shapeArray(), self.stridesArray(), self.storageOffset(), dim);
-        return v == null ? self.alias() : viewOf(ViewOps.SQUEEZE_DIM, self, v, () -> new double[] {dim});
+        if (v == null) return self.alias();
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.SQUEEZE_DIM, self, r, dim);
+        return r;
     }
 
     /** {@code self.unsqueeze(dim)}: a dimension of size 1 inserted at {@code dim} (in {@code [-dim()-1, dim()]}). */
@@ -110,7 +122,9 @@ public final class Views {
         if (Dispatcher.tracing()) return traced(ViewOps.UNSQUEEZE, self, FrontEnds.args(dim), () -> unsqueeze(self, dim));
         self.checkOpen("unsqueeze");
         ViewOps.Geometry v = ViewOps.unsqueeze(self.shapeArray(), self.stridesArray(), self.storageOffset(), dim);
-        return viewOf(ViewOps.UNSQUEEZE, self, v, () -> new double[] {dim});
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.UNSQUEEZE, self, r, dim);
+        return r;
     }
 
     /** {@code self.expand(sizes)}: size-1 dimensions broadcast to larger sizes without copying (-1 keeps a size). */
@@ -119,7 +133,9 @@ public final class Views {
         Arguments.nonNull("expand", "sizes", sizes);
         self.checkOpen("expand");
         ViewOps.Geometry v = ViewOps.expand(self.shapeArray(), self.stridesArray(), self.storageOffset(), sizes);
-        return viewOf(ViewOps.EXPAND, self, v, () -> FrontEnds.args(sizes));
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.EXPAND, self, r, FrontEnds.args(sizes));
+        return r;
     }
 
     /** {@code self.narrow(dim, start, length)}: elements {@code [start, start+length)} of {@code dim}. */
@@ -130,9 +146,10 @@ public final class Views {
         self.checkOpen("narrow");
         long[] shape = self.shapeArray();
         ViewOps.Geometry v = ViewOps.narrow(shape, self.stridesArray(), self.storageOffset(), dim, start, length);
+        Tensor r = self.trackedView(v);
         // the node keeps the start counted from the front: its backward reads start + length as the slice's end
-        return viewOf(ViewOps.NARROW, self, v,
-                () -> new double[] {dim, start < 0 ? start + shape[Shapes.wrapDim("narrow", dim, shape.length)] : start, length});
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.NARROW, self, r, dim, start < 0 ? start + shape[Shapes.wrapDim("narrow", dim, shape.length)] : start, length);
+        return r;
     }
 
     /** {@code self[..., start:end:step, ...]} along {@code dim}: bounds clamped, negative ones counted from the end. */
@@ -143,10 +160,12 @@ public final class Views {
         self.checkOpen("slice");
         long[] shape = self.shapeArray();
         ViewOps.Geometry v = ViewOps.slice(shape, self.stridesArray(), self.storageOffset(), dim, start, end, step);
-        return viewOf(ViewOps.SLICE, self, v, () -> {
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) {
             long[] bounds = ViewOps.sliceBounds(shape[Shapes.wrapDim("slice", dim, shape.length)], start, end);
-            return new double[] {dim, bounds[0], bounds[1], step};
-        });
+            Dispatcher.recordView(ViewOps.SLICE, self, r, dim, bounds[0], bounds[1], step);
+        }
+        return r;
     }
 
     /** {@code self.select(dim, index)}: dimension {@code dim} removed by taking {@code index} (negative from the end). */
@@ -154,7 +173,9 @@ public final class Views {
         if (Dispatcher.tracing()) return traced(ViewOps.SELECT, self, new double[] {dim, index}, () -> select(self, dim, index));
         self.checkOpen("select");
         ViewOps.Geometry v = ViewOps.select(self.shapeArray(), self.stridesArray(), self.storageOffset(), dim, index);
-        return viewOf(ViewOps.SELECT, self, v, () -> new double[] {dim, index});
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.SELECT, self, r, dim, index);
+        return r;
     }
 
     /** {@code self.flatten(startDim, endDim)}: those dimensions merged into one (a view where the strides allow it). */
@@ -199,7 +220,9 @@ public final class Views {
         if (Dispatcher.tracing()) return traced(ViewOps.UNFOLD, self, new double[] {dim, size, step}, () -> unfold(self, dim, size, step));
         self.checkOpen("unfold");
         ViewOps.Geometry v = ViewOps.unfold(self.shapeArray(), self.stridesArray(), self.storageOffset(), dim, size, step);
-        return viewOf(ViewOps.UNFOLD, self, v, () -> new double[] {dim, size, step});
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.UNFOLD, self, r, dim, size, step);
+        return r;
     }
 
     /** {@code self.diagonal(offset, dim1, dim2)}: the {@code offset}-th diagonal of the planes of dim1 and dim2, as the last dim. */
@@ -209,7 +232,9 @@ public final class Views {
         }
         self.checkOpen("diagonal");
         ViewOps.Geometry v = ViewOps.diagonal(self.shapeArray(), self.stridesArray(), self.storageOffset(), offset, dim1, dim2);
-        return viewOf(ViewOps.DIAGONAL, self, v, () -> new double[] {offset, dim1, dim2});
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.DIAGONAL, self, r, offset, dim1, dim2);
+        return r;
     }
 
     /** {@code torch.as_strided}: explicit sizes, strides and storage offset, in elements (never traced: see {@link ViewOps#AS_STRIDED}). */
@@ -218,8 +243,9 @@ public final class Views {
         Arguments.nonNull("asStrided", "stride", stride);
         self.checkOpen("asStrided");
         ViewOps.Geometry v = ViewOps.asStrided(size, stride, storageOffset, self.storage().byteSize() / self.dtype().byteSize());
-        return viewOf(ViewOps.AS_STRIDED, self, v,
-                () -> ViewOps.asStridedScalars(self.shapeArray(), self.stridesArray(), self.storageOffset(), v));
+        Tensor r = self.trackedView(v);
+        if (recorded(self, r)) Dispatcher.recordView(ViewOps.AS_STRIDED, self, r, ViewOps.asStridedScalars(self.shapeArray(), self.stridesArray(), self.storageOffset(), v));
+        return r;
     }
 
     /** {@code self.contiguous()}: an alias when it is contiguous, else a contiguous copy. */
@@ -273,17 +299,6 @@ public final class Views {
     /** Reports {@code call}, a view op's front end on {@code self} with {@code args}, to this thread's trace as one op. */
     private static Tensor traced(OpDef op, Tensor self, double[] args, Supplier<Tensor> call) {
         return Dispatcher.traceFrontEnd(op, new Tensor[] {self}, args, call);
-    }
-
-    /**
-     * The view of {@code self} with geometry {@code v} that a call of {@code op} returns, its base remembered for in-place
-     * ops on it; the call is recorded for autograd, with the scalars it keeps, when {@code self} requires grad and grad
-     * mode is on.
-     */
-    private static Tensor viewOf(OpDef op, Tensor self, ViewOps.Geometry v, RecordedScalars scalars) {
-        Tensor r = self.trackedView(v);
-        if (recorded(self, r)) Dispatcher.recordView(op, self, r, scalars.get());
-        return r;
     }
 
     /**
