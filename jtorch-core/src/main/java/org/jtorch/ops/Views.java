@@ -16,8 +16,8 @@ import org.jtorch.types.Arguments;
  * ({@link #traced}) and replayed through the same method; otherwise the tensor is checked open, the view's geometry is
  * computed and checked by the op's meta function in {@link ViewOps}, {@link Tensor#trackedView} makes the view with its base
  * remembered for in-place ops on it, and the call is recorded for autograd ({@link Dispatcher#recordView}) when {@link
- * #recorded}. The scalars autograd keeps are built only then: a lambda deferring them cost a view call about a third more
- * (it was not scalar-replaced), so each op spells the record out.
+ * #recorded}. The scalars autograd keeps are built only then, so each op spells its record out: deferring them with a
+ * lambda through one shared helper cost a view call up to half more (docs/BENCHMARKS.md, issue 15, branch handle24).
  *
  * <p>The view state itself (a view's base, the base's history it was derived from, the no-grad and multi-output marks)
  * stays on {@link Tensor}, which reads it for every in-place op and {@code gradFn()}: this class reaches it only through
