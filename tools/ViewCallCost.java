@@ -12,8 +12,9 @@ import org.jtorch.autograd.Autograd;
  * Per-call thread CPU time of the view ops, without and with autograd, and of their backwards (issue 15's view
  * derivatives): a single-file program over a build's classes, so that two trees run the same code, e.g.
  * {@code JTORCH_NUM_THREADS=1 java --add-modules jdk.incubator.vector -cp TREE/jtorch-core/target/classes tools/ViewCallCost.java}.
- * Arguments: rounds (default 7) and a substring of the cases' names to run (default all). Prints one line per case: its
- * name and the median over rounds of the thread CPU nanoseconds per call.
+ * Arguments: rounds (default 7) and substrings of the cases' names to run, separated by commas (default all). The cases first run in turn
+ * for 3 s of thread CPU time. Prints one line per case: its name and the median over rounds of the thread CPU
+ * nanoseconds per call.
  */
 public final class ViewCallCost {
     private static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
@@ -36,7 +37,14 @@ public final class ViewCallCost {
         Tensor[] rowGrads = new Tensor[64];
         for (int i = 0; i < 64; i++) rowGrads[i] = Torch.ones(32);
 
+        Tensor one = Torch.ones(1);
+
         Map<String, Call> cases = new LinkedHashMap<>();
+        cases.put("add 1-element", () -> one.add(one).close());
+        cases.put("view", () -> m.view(16, 256).close());
+        cases.put("reshape (a view)", () -> m.reshape(4096).close());
+        cases.put("unsqueeze", () -> m.unsqueeze(0).close());
+        cases.put("permute", () -> m.permute(1, 0).close());
         cases.put("transpose", () -> m.transpose(0, 1).close());
         cases.put("select", () -> m.select(0, 3).close());
         cases.put("narrow", () -> m.narrow(1, 2, 8).close());
@@ -71,9 +79,10 @@ public final class ViewCallCost {
             for (Tensor t : rows) t.close();
         });
 
-        String only = args.length > 1 ? args[1] : "";
+        String[] only = (args.length > 1 ? args[1] : "").split(",");
+        cases.keySet().removeIf(name -> Arrays.stream(only).noneMatch(name::contains));
+        warmUp(cases.values());
         for (Map.Entry<String, Call> c : cases.entrySet()) {
-            if (!c.getKey().contains(only)) continue;
             Call call = c.getValue();
             long calls = calibrate(call);
             long[] perCall = new long[rounds];
@@ -86,6 +95,21 @@ public final class ViewCallCost {
             System.out.printf("%-40s %12d ns%n", c.getKey(), perCall[rounds / 2]);
         }
     }
+
+    /**
+     * Runs the cases in turn until they took {@value #WARM_UP_NS} ns of thread CPU time: on a loaded machine a JVM gets a
+     * fraction of a core, and a warm-up by wall time would leave the calls interpreted.
+     */
+    private static void warmUp(Iterable<Call> calls) {
+        long t0 = MX.getCurrentThreadCpuTime();
+        while (MX.getCurrentThreadCpuTime() - t0 < WARM_UP_NS) {
+            for (Call call : calls) {
+                for (int i = 0; i < 100; i++) call.run();
+            }
+        }
+    }
+
+    private static final long WARM_UP_NS = 3_000_000_000L;
 
     /** Warms the call up and returns how many calls take about 0.2 s of thread CPU time. */
     private static long calibrate(Call call) {

@@ -21,6 +21,10 @@ def main():
     r = {}
     a1, b1 = torch.ones(1), torch.ones(1)
     r["eager_add_1elem_us"] = per_iteration(lambda: a1.add(b1), reps * 4, 100_000) * 1e6
+    m4 = torch.ones(4, 4)
+    r["eager_view_us"] = per_iteration(lambda: m4.view(16), reps * 4, 100_000) * 1e6
+    r["eager_transpose_us"] = per_iteration(lambda: m4.transpose(0, 1), reps * 4, 100_000) * 1e6
+    r["eager_narrow_us"] = per_iteration(lambda: m4.narrow(1, 1, 2), reps * 4, 100_000) * 1e6
     a, b, out = torch.rand(BIG), torch.rand(BIG), torch.empty(BIG)
     t = median(lambda: out.copy_(a), 12, reps)
     r["copy_16M_f32_GBps"] = 2.0 * 4 * BIG / t / 1e9

@@ -1,6 +1,5 @@
 package org.jtorch;
 
-import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
@@ -12,15 +11,14 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Node;
-import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Scoped;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.Conversions;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
-import org.jtorch.ops.FrontEnds;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.RandomOps;
 import org.jtorch.ops.Indexing;
@@ -31,11 +29,10 @@ import org.jtorch.ops.Rearranging;
 import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Sorting;
 import org.jtorch.op.CopyOps;
-import org.jtorch.op.FrontEndOps;
-import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.ViewOps;
 import org.jtorch.ops.UnaryOp;
+import org.jtorch.ops.Views;
 import org.jtorch.types.Arguments;
 import org.jtorch.types.DType;
 import org.jtorch.types.Device;
@@ -432,117 +429,38 @@ public final class Tensor implements Scoped {
         if (noGradViewOfGraph && Grad.isEnabled()) Elementwise.checkInPlaceAllowed(op, this);
     }
 
-    // ------------------------------------------------------------------ views
+    // ------------------------------------------------------------------ views (org.jtorch.ops.Views)
 
     /** A view with a new shape (one dimension may be -1); fails if the strides do not allow it, as PyTorch's {@code view}. */
-    public Tensor view(long... newShape) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.VIEW, new Tensor[] {this}, FrontEnds.args(newShape), () -> view(newShape));
-        Arguments.nonNull("view", "newShape", newShape);
-        checkOpen("view");
-        Tensor r = view(ViewOps.view(shape, strides, offset, newShape));
-        if (trackView(r)) Dispatcher.recordView(ViewOps.VIEW, this, r, FrontEnds.args(newShape));
-        return r;
-    }
+    public Tensor view(long... newShape) { return Views.view(this, newShape); }
 
     /** A view when possible, otherwise a contiguous copy with the new shape. */
-    public Tensor reshape(long... newShape) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.RESHAPE, new Tensor[] {this}, FrontEnds.args(newShape), () -> reshape(newShape));
-        Arguments.nonNull("reshape", "newShape", newShape);
-        checkOpen("reshape");
-        long[] s = Shapes.inferSize("reshape", newShape, numel(), shape);
-        ViewOps.Geometry v = ViewOps.reshapeView(shape, strides, offset, s);
-        if (v != null) {
-            Tensor r = view(v);
-            if (trackView(r)) Dispatcher.recordView(ViewOps.VIEW, this, r, FrontEnds.args(s));
-            return r;
-        }
-        try (Tensor c = contiguous()) {
-            return c.view(s);
-        }
-    }
+    public Tensor reshape(long... newShape) { return Views.reshape(this, newShape); }
 
     /** Reorders dimensions: {@code dims} is a permutation of {@code 0..dim()-1} (negative allowed). */
-    public Tensor permute(int... dims) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.PERMUTE, new Tensor[] {this}, FrontEnds.args(dims), () -> permute(dims));
-        Arguments.nonNull("permute", "dims", dims);
-        checkOpen("permute");
-        ViewOps.Geometry v = ViewOps.permute(shape, strides, offset, dims);
-        Tensor r = view(v);
-        if (trackView(r)) Dispatcher.recordView(ViewOps.PERMUTE, this, r, FrontEnds.args(dims));
-        return r;
-    }
+    public Tensor permute(int... dims) { return Views.permute(this, dims); }
 
-    public Tensor transpose(int dim0, int dim1) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.TRANSPOSE, new Tensor[] {this}, FrontEnds.args(dim0, dim1), () -> transpose(dim0, dim1));
-        checkOpen("transpose");
-        ViewOps.Geometry v = ViewOps.transpose(shape, strides, offset, dim0, dim1);
-        if (v == null) return alias(); // dims 0 and -1 name the 0-d tensor itself, as PyTorch
-        Tensor r = view(v);
-        if (trackView(r)) Dispatcher.recordView(ViewOps.TRANSPOSE, this, r, dim0, dim1);
-        return r;
-    }
+    public Tensor transpose(int dim0, int dim1) { return Views.transpose(this, dim0, dim1); }
 
     /** Transpose of a matrix; 0-d and 1-d tensors are returned as views unchanged, as PyTorch's {@code t()}. */
-    public Tensor t() {
-        checkOpen("t");
-        if (shape.length > 2) {
-            throw new IllegalArgumentException("t: expects a tensor with <= 2 dimensions, but got " + shape.length
-                    + " (shape " + Shapes.format(shape) + ")");
-        }
-        return shape.length < 2 ? alias() : transpose(0, 1);
-    }
+    public Tensor t() { return Views.t(this); }
 
     /** Transposes the last two dimensions ({@code mT}). */
-    public Tensor mT() {
-        checkOpen("mT");
-        if (shape.length < 2) throw new IllegalArgumentException("mT: expected a tensor with >= 2 dimensions, got shape "
-                + Shapes.format(shape));
-        return transpose(-2, -1);
-    }
+    public Tensor mT() { return Views.mT(this); }
 
     /** Removes every dimension of size 1. */
-    public Tensor squeeze() {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SQUEEZE, new Tensor[] {this}, new double[0], () -> squeeze());
-        checkOpen("squeeze");
-        Tensor r = view(ViewOps.squeeze(shape, strides, offset));
-        if (trackView(r)) Dispatcher.recordView(ViewOps.SQUEEZE, this, r);
-        return r;
-    }
+    public Tensor squeeze() { return Views.squeeze(this); }
 
     /** Removes dimension {@code dim} if its size is 1 (otherwise returns a view unchanged). */
-    public Tensor squeeze(int dim) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SQUEEZE_DIM, new Tensor[] {this}, FrontEnds.args(dim), () -> squeeze(dim));
-        checkOpen("squeeze");
-        ViewOps.Geometry v = ViewOps.squeezeDim(shape, strides, offset, dim);
-        if (v == null) return alias();
-        Tensor r = view(v);
-        if (trackView(r)) Dispatcher.recordView(ViewOps.SQUEEZE_DIM, this, r, dim);
-        return r;
-    }
+    public Tensor squeeze(int dim) { return Views.squeeze(this, dim); }
 
     /** Inserts a dimension of size 1 at {@code dim} (in {@code [-dim()-1, dim()]}). */
-    public Tensor unsqueeze(int dim) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.UNSQUEEZE, new Tensor[] {this}, FrontEnds.args(dim), () -> unsqueeze(dim));
-        checkOpen("unsqueeze");
-        Tensor r = view(ViewOps.unsqueeze(shape, strides, offset, dim));
-        if (trackView(r)) Dispatcher.recordView(ViewOps.UNSQUEEZE, this, r, dim);
-        return r;
-    }
+    public Tensor unsqueeze(int dim) { return Views.unsqueeze(this, dim); }
 
     /** Broadcasts size-1 dimensions to larger sizes without copying (-1 keeps a size). */
-    public Tensor expand(long... sizes) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.EXPAND, new Tensor[] {this}, FrontEnds.args(sizes), () -> expand(sizes));
-        Arguments.nonNull("expand", "sizes", sizes);
-        checkOpen("expand");
-        Tensor r = view(ViewOps.expand(shape, strides, offset, sizes));
-        if (trackView(r)) Dispatcher.recordView(ViewOps.EXPAND, this, r, FrontEnds.args(sizes));
-        return r;
-    }
+    public Tensor expand(long... sizes) { return Views.expand(this, sizes); }
 
-    public Tensor expandAs(Tensor other) {
-        Arguments.nonNull("expandAs", "other", other);
-        return expand(other.shape);
-    }
+    public Tensor expandAs(Tensor other) { return expand(Arguments.nonNull("expandAs", "other", other).shape); }
 
     /**
      * A broadcast view with {@code target}'s shape, for kernels. Returns {@code this} when the shape
@@ -556,152 +474,46 @@ public final class Tensor implements Scoped {
     }
 
     /** Elements {@code [start, start+length)} of dimension {@code dim}, as a view. */
-    public Tensor narrow(int dim, long start, long length) {
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(ViewOps.NARROW, new Tensor[] {this}, new double[] {dim, start, length}, () -> narrow(dim, start, length));
-        }
-        checkOpen("narrow");
-        ViewOps.Geometry v = ViewOps.narrow(shape, strides, offset, dim, start, length);
-        Tensor r = view(v);
-        // the node keeps the start counted from the front: its backward reads start + length as the slice's end
-        if (trackView(r)) Dispatcher.recordView(ViewOps.NARROW, this, r, dim, start < 0 ? start + shape[Shapes.wrapDim("narrow", dim, shape.length)] : start, length);
-        return r;
-    }
+    public Tensor narrow(int dim, long start, long length) { return Views.narrow(this, dim, start, length); }
 
     /** Python-style slice {@code [start:end:step]} of dimension {@code dim}; bounds are clamped, negative values count from the end. */
-    public Tensor slice(int dim, long start, long end, long step) {
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(ViewOps.SLICE, new Tensor[] {this}, new double[] {dim, start, end, step},
-                    () -> slice(dim, start, end, step));
-        }
-        checkOpen("slice");
-        ViewOps.Geometry v = ViewOps.slice(shape, strides, offset, dim, start, end, step);
-        Tensor r = view(v);
-        if (trackView(r)) {
-            long[] bounds = ViewOps.sliceBounds(shape[Shapes.wrapDim("slice", dim, shape.length)], start, end);
-            Dispatcher.recordView(ViewOps.SLICE, this, r, dim, bounds[0], bounds[1], step);
-        }
-        return r;
-    }
+    public Tensor slice(int dim, long start, long end, long step) { return Views.slice(this, dim, start, end, step); }
 
     /** Removes dimension {@code dim} by taking index {@code index} (negative counts from the end). */
-    public Tensor select(int dim, long index) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SELECT, new Tensor[] {this}, new double[] {dim, index}, () -> select(dim, index));
-        checkOpen("select");
-        ViewOps.Geometry v = ViewOps.select(shape, strides, offset, dim, index);
-        Tensor r = view(v);
-        if (trackView(r)) Dispatcher.recordView(ViewOps.SELECT, this, r, dim, index);
-        return r;
-    }
+    public Tensor select(int dim, long index) { return Views.select(this, dim, index); }
 
-    public Tensor flatten() {
-        return flatten(0, -1);
-    }
+    public Tensor flatten() { return flatten(0, -1); }
 
     /** Merges dimensions {@code startDim..-1} into one. */
-    public Tensor flatten(int startDim) {
-        return flatten(startDim, -1);
-    }
+    public Tensor flatten(int startDim) { return flatten(startDim, -1); }
 
     /** Merges dimensions {@code startDim..endDim} into one (a view when the strides allow it). */
-    public Tensor flatten(int startDim, int endDim) {
-        checkOpen("flatten");
-        if (shape.length == 0) {
-            Shapes.wrapDim("flatten", startDim, 0);
-            Shapes.wrapDim("flatten", endDim, 0);
-            return reshape(1);
-        }
-        int a = Shapes.wrapDim("flatten", startDim, shape.length);
-        int b = Shapes.wrapDim("flatten", endDim, shape.length);
-        if (a > b) throw new IllegalArgumentException("flatten: start_dim (" + startDim + ") cannot come after end_dim (" + endDim + ")");
-        long[] s = new long[shape.length - (b - a)];
-        int j = 0;
-        for (int i = 0; i < a; i++) s[j++] = shape[i];
-        long m = 1;
-        for (int i = a; i <= b; i++) m *= shape[i];
-        s[j++] = m;
-        for (int i = b + 1; i < shape.length; i++) s[j++] = shape[i];
-        return reshape(s);
-    }
+    public Tensor flatten(int startDim, int endDim) { return Views.flatten(this, startDim, endDim); }
 
     /** Splits dimension {@code dim} into {@code sizes} (one may be -1). */
-    public Tensor unflatten(int dim, long... sizes) {
-        Arguments.nonNull("unflatten", "sizes", sizes);
-        checkOpen("unflatten");
-        int d = Shapes.existingDim("unflatten", dim, shape.length);
-        long[] inner = Shapes.inferSize("unflatten", sizes, shape[d], new long[] {shape[d]});
-        long[] s = new long[shape.length - 1 + inner.length];
-        int j = 0;
-        for (int i = 0; i < d; i++) s[j++] = shape[i];
-        for (long v : inner) s[j++] = v;
-        for (int i = d + 1; i < shape.length; i++) s[j++] = shape[i];
-        return view(s);
-    }
+    public Tensor unflatten(int dim, long... sizes) { return Views.unflatten(this, dim, sizes); }
 
     /** All windows of {@code size} elements taken every {@code step} along {@code dim}, as a new last dimension (a view). */
-    public Tensor unfold(int dim, long size, long step) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.UNFOLD, new Tensor[] {this}, new double[] {dim, size, step}, () -> unfold(dim, size, step));
-        checkOpen("unfold");
-        ViewOps.Geometry v = ViewOps.unfold(shape, strides, offset, dim, size, step);
-        Tensor r = view(v);
-        if (trackView(r)) Dispatcher.recordView(ViewOps.UNFOLD, this, r, dim, size, step);
-        return r;
-    }
+    public Tensor unfold(int dim, long size, long step) { return Views.unfold(this, dim, size, step); }
 
     /** A view with explicit sizes, strides and storage offset (in elements), as {@code torch.as_strided}. */
-    public Tensor asStrided(long[] size, long[] stride, long storageOffset) {
-        Arguments.nonNull("asStrided", "size", size);
-        Arguments.nonNull("asStrided", "stride", stride);
-        checkOpen("asStrided");
-        ViewOps.Geometry v = ViewOps.asStrided(size, stride, storageOffset, storage.byteSize() / dtype.byteSize());
-        Tensor r = view(v);
-        if (trackView(r)) Dispatcher.recordView(ViewOps.AS_STRIDED, this, r, ViewOps.asStridedScalars(shape, strides, offset, v));
-        return r;
-    }
+    public Tensor asStrided(long[] size, long[] stride, long storageOffset) { return Views.asStrided(this, size, stride, storageOffset); }
 
-    public Tensor asStrided(long[] size, long[] stride) {
-        return asStrided(size, stride, offset);
-    }
+    public Tensor asStrided(long[] size, long[] stride) { return asStrided(size, stride, offset); }
 
     /** This tensor if it is contiguous (a new reference), else a contiguous copy. */
-    public Tensor contiguous() {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.CONTIGUOUS, new Tensor[] {this}, new double[0], this::contiguous);
-        checkOpen("contiguous");
-        if (isContiguous()) return alias();
-        return clone();
-    }
+    public Tensor contiguous() { return Views.contiguous(this); }
 
     /** A contiguous copy with the same dtype and device. */
-    public Tensor clone() {
-        return Dispatcher.call(CopyOps.CLONE, new Tensor[] {this});
-    }
+    public Tensor clone() { return Dispatcher.call(CopyOps.CLONE, new Tensor[] {this}); }
 
     /** A new view of the same data that holds its own storage reference (closing it leaves this tensor open). */
-    public Tensor alias() {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.ALIAS, new Tensor[] {this}, new double[0], this::alias);
-        checkOpen("alias");
-        refreshViewHistory();
-        Tensor a = view(shape, strides, offset);
-        // Another handle to the same tensor: same place in the graph (a leaf's gradient still goes to this leaf).
-        if (requiresGrad) {
-            a.requiresGrad = true;
-            a.replaceGradFn(gradFn, true);
-            a.outputNr = outputNr;
-            a.gradAccumulator = gradFn == null ? gradAccumulator() : null;
-        }
-        a.noGradViewOfGraph = noGradViewOfGraph;
-        a.viewBase = viewBase;
-        a.viewBaseNode = viewBaseNode;
-        a.multiOutputView = multiOutputView;
-        return a;
-    }
+    public Tensor alias() { return Views.alias(this); }
 
-    // ------------------------------------------------------------------ copies and conversions
+    // ------------------------------------------------------------------ copies and conversions (org.jtorch.ops.Conversions)
 
     /** Copies {@code src} into this tensor, broadcasting it and converting its dtype. */
-    public Tensor copy_(Tensor src) {
-        return copy_(src, false);
-    }
+    public Tensor copy_(Tensor src) { return copy_(src, false); }
 
     /**
      * Copies {@code src} into this tensor, broadcasting it and converting its dtype. With {@code nonBlocking},
@@ -711,63 +523,35 @@ public final class Tensor implements Scoped {
      * copies are synchronous, as {@code copy_(src)}.
      */
     public Tensor copy_(Tensor src, boolean nonBlocking) {
-        Arguments.nonNull("copy_", "src", src);
-        return Dispatcher.callInPlace(CopyOps.COPY, new Tensor[] {this, src}, nonBlocking ? 1 : 0);
+        return Dispatcher.callInPlace(CopyOps.COPY, new Tensor[] {this, Arguments.nonNull("copy_", "src", src)}, nonBlocking ? 1 : 0);
     }
 
     /** This tensor converted to {@code dtype}: a new reference to the same data when the dtype already matches. */
-    public Tensor to(DType target) {
-        Arguments.nonNull("to", "target", target);
-        checkOpen("to");
-        if (target == dtype) return alias();
-        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, target.ordinal(), Double.NaN, 0);
-    }
+    public Tensor to(DType target) { return Conversions.to(this, target); }
 
     /** This tensor moved to {@code target}: a new reference when it is already there. */
-    public Tensor to(Device target) {
-        return to(target, false);
-    }
+    public Tensor to(Device target) { return to(target, false); }
 
     /**
      * This tensor moved to {@code target}; with {@code nonBlocking} a copy from pinned host memory to a
      * device may still be in flight on the device's current stream when this returns (see
      * {@link #copy_(Tensor, boolean)}). A new reference when it is already there.
      */
-    public Tensor to(Device target, boolean nonBlocking) {
-        Arguments.nonNull("to", "target", target);
-        checkOpen("to");
-        if (target.equals(device())) return alias();
-        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, Double.NaN, CopyOps.deviceScalar(target), nonBlocking ? 1 : 0);
-    }
+    public Tensor to(Device target, boolean nonBlocking) { return Conversions.to(this, target, nonBlocking); }
 
     /** This tensor moved to {@code target} and converted to {@code targetType} in one copy: a new reference when neither changes. */
-    public Tensor to(Device target, DType targetType) {
-        Arguments.nonNull("to", "target", target);
-        Arguments.nonNull("to", "targetType", targetType);
-        checkOpen("to");
-        if (target.equals(device())) return to(targetType);
-        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, targetType == dtype ? Double.NaN : targetType.ordinal(),
-                CopyOps.deviceScalar(target), 0);
-    }
+    public Tensor to(Device target, DType targetType) { return Conversions.to(this, target, targetType); }
 
-    public Tensor cpu() {
-        return to(Device.cpu());
-    }
+    public Tensor cpu() { return to(Device.cpu()); }
 
     /** This tensor on the default CUDA device, {@code cuda:0} (PyTorch's {@code tensor.cuda()}). */
-    public Tensor cuda() {
-        return to(Device.cuda());
-    }
+    public Tensor cuda() { return to(Device.cuda()); }
 
     /** This tensor on {@code cuda:index}. */
-    public Tensor cuda(int index) {
-        return to(Device.cuda(index));
-    }
+    public Tensor cuda(int index) { return to(Device.cuda(index)); }
 
     /** Whether this tensor's memory is page-locked host memory (made by {@link #pinMemory()} or a pinning DataLoader). */
-    public boolean isPinned() {
-        return storage.isPinned();
-    }
+    public boolean isPinned() { return storage.isPinned(); }
 
     /**
      * This CPU tensor copied into page-locked host memory (contiguous), from which copies to an accelerator
@@ -777,115 +561,34 @@ public final class Tensor implements Scoped {
      * @throws IllegalStateException when no accelerator with pinned memory is available, naming why
      * @throws IllegalArgumentException for a tensor that is not on the CPU
      */
-    public Tensor pinMemory() {
-        checkOpen("pinMemory");
-        if (!device().isCpu()) throw new IllegalArgumentException("pinMemory: cannot pin a tensor on " + device() + ", only CPU tensors");
-        if (isPinned()) return alias();
-        long[] shape = shape();
-        Tensor pinned = fromStorage(Dispatcher.allocatePinnedHost("pinMemory", numel() * dtype().byteSize()), dtype(), shape,
-                Shapes.contiguousStrides(shape), 0);
-        if (numel() > 0) Dispatcher.copyBetween(this, pinned, false);
-        return pinned;
-    }
+    public Tensor pinMemory() { return Conversions.pinMemory(this); }
 
     /**
      * Sets every element to {@code value}. An in-place op for autograd: refused on a leaf that requires grad (as
      * PyTorch's), and recorded on a graph tensor, whose earlier values then get a zero gradient ({@code FillBackward0}).
      */
-    public Tensor fill_(double value) {
-        return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, (long) value));
-    }
+    public Tensor fill_(double value) { return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, (long) value)); }
 
     /** Sets every element to {@code value}; exact for 64-bit integers. */
-    public Tensor fill_(long value) {
-        return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, value));
-    }
+    public Tensor fill_(long value) { return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, value)); }
 
-    public Tensor zero_() {
-        return Dispatcher.callInPlace(CopyOps.ZERO, new Tensor[] {this});
-    }
+    public Tensor zero_() { return Dispatcher.callInPlace(CopyOps.ZERO, new Tensor[] {this}); }
 
     /** The value of a one-element tensor, as a double. */
-    public double item() {
-        checkOpen("item");
-        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, "item");
-        if (numel() != 1) {
-            throw new IllegalArgumentException("item: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
-                    + ") cannot be converted to a scalar");
-        }
-        try (Tensor host = cpu()) {
-            return ElementCodec.getDouble(dtype, host.storage.segment(), host.offset * dtype.byteSize());
-        }
-    }
+    public double item() { return Conversions.item(this); }
 
     /** The value of a one-element tensor, as a long (exact for int64). */
-    public long itemLong() {
-        checkOpen("item");
-        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, "itemLong");
-        if (numel() != 1) {
-            throw new IllegalArgumentException("itemLong: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
-                    + ") cannot be converted to a scalar");
-        }
-        try (Tensor host = cpu()) {
-            return ElementCodec.getLong(dtype, host.storage.segment(), host.offset * dtype.byteSize());
-        }
-    }
+    public long itemLong() { return Conversions.itemLong(this); }
 
-    public float[] toFloatArray() {
-        float[] a = new float[javaArrayLength("toFloatArray")];
-        copyOut(DType.FLOAT32, MemorySegment.ofArray(a));
-        return a;
-    }
+    public float[] toFloatArray() { return Conversions.toFloatArray(this); }
 
-    public double[] toDoubleArray() {
-        double[] a = new double[javaArrayLength("toDoubleArray")];
-        copyOut(DType.FLOAT64, MemorySegment.ofArray(a));
-        return a;
-    }
+    public double[] toDoubleArray() { return Conversions.toDoubleArray(this); }
 
-    public long[] toLongArray() {
-        long[] a = new long[javaArrayLength("toLongArray")];
-        copyOut(DType.INT64, MemorySegment.ofArray(a));
-        return a;
-    }
+    public long[] toLongArray() { return Conversions.toLongArray(this); }
 
-    public int[] toIntArray() {
-        int[] a = new int[javaArrayLength("toIntArray")];
-        copyOut(DType.INT32, MemorySegment.ofArray(a));
-        return a;
-    }
+    public int[] toIntArray() { return Conversions.toIntArray(this); }
 
-    public boolean[] toBooleanArray() {
-        byte[] b = new byte[javaArrayLength("toBooleanArray")];
-        copyOut(DType.BOOL, MemorySegment.ofArray(b));
-        boolean[] a = new boolean[b.length];
-        for (int i = 0; i < b.length; i++) a[i] = b[i] != 0;
-        return a;
-    }
-
-    /** The JDK's largest safe array length ({@code ArraysSupport.SOFT_MAX_ARRAY_LENGTH}). */
-    private static final int MAX_ARRAY_LENGTH = Integer.MAX_VALUE - 8;
-
-    private int javaArrayLength(String op) {
-        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, op);
-        long n = numel();
-        if (n > MAX_ARRAY_LENGTH) {
-            throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " has " + n
-                    + " elements, more than a Java array holds (" + MAX_ARRAY_LENGTH + "); copy it out in slices (narrow())");
-        }
-        return (int) n;
-    }
-
-    /** Copies the elements in row-major order, converted to {@code type}, into a heap segment. */
-    private void copyOut(DType type, MemorySegment dst) {
-        checkOpen("toArray");
-        // Converted into native memory, then one bulk copy to the array: a heap segment as a kernel's output would make
-        // every kernel's compiled stores handle both kinds (ScalarCells says why).
-        try (Tensor host = cpu(); Tensor out = Tensor.empty(shape.clone(), type, Device.cpu())) {
-            Dispatcher.copyBetween(host, out, false);
-            MemorySegment.copy(out.storage.segment(), out.offset * type.byteSize(), dst, 0, dst.byteSize());
-        }
-    }
+    public boolean[] toBooleanArray() { return Conversions.toBooleanArray(this); }
 
     // ------------------------------------------------------------------ autograd (org.jtorch.autograd)
 
@@ -2061,15 +1764,7 @@ public final class Tensor implements Scoped {
     public Tensor diag(long diagonal) { return Rearranging.diag(this, diagonal); }
     /** {@code torch.diagonal}: a view of the diagonal of dims 0 and 1. */
     public Tensor diagonal() { return diagonal(0, 0, 1); }
-    public Tensor diagonal(long offset, int dim1, int dim2) {
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(ViewOps.DIAGONAL, new Tensor[] {this}, new double[] {offset, dim1, dim2}, () -> diagonal(offset, dim1, dim2));
-        }
-        checkOpen("diagonal");
-        Tensor r = view(ViewOps.diagonal(shape, strides, this.offset, offset, dim1, dim2));
-        if (trackView(r)) Dispatcher.recordView(ViewOps.DIAGONAL, this, r, offset, dim1, dim2);
-        return r;
-    }
+    public Tensor diagonal(long offset, int dim1, int dim2) { return Views.diagonal(this, offset, dim1, dim2); }
     public Tensor trace() { return Rearranging.trace(this); }
     /** {@code torch.cross} along the first dim of size 3 (PyTorch 1.13's default). */
     public Tensor cross(Tensor other) { return Linalg.cross(this, other, null); }
@@ -2111,54 +1806,47 @@ public final class Tensor implements Scoped {
     // ------------------------------------------------------------------ view autograd
 
     /**
-     * Remembers the base of {@code r}, a view of this tensor, for in-place ops on the view, and returns whether the view op's
-     * call must be recorded for autograd (this tensor requires grad; the caller records it with {@link
-     * Dispatcher#recordView}, whose node evaluates the op's declared derivative). A view of a graph tensor made with grad
-     * mode off is marked instead (in-place ops on it are refused).
+     * For the view front end ({@link Views}): a new tensor over this one's memory with geometry {@code v} (holding a storage
+     * reference of its own), made by a view op's call. It remembers its base for in-place ops on it; made from a graph
+     * tensor with grad mode off, it is marked instead, so that in-place ops on it are refused. Recording the call for
+     * autograd is the caller's.
      */
-    private boolean trackView(Tensor r) {
+    public Tensor trackedView(ViewOps.Geometry v) {
+        Tensor r = view(Arguments.nonNull("trackedView", "v", v));
+        trackView(r);
+        return r;
+    }
+
+    /** Remembers the base of {@code r}, a view of this tensor, for in-place ops on the view, or marks it a no-grad view of a graph tensor. */
+    private void trackView(Tensor r) {
         refreshViewHistory();
         if (noGradViewOfGraph || (requiresGrad && !Grad.isEnabled())) {
             r.noGradViewOfGraph = true;
-            return false;
+            return;
         }
         r.viewBase = viewBase != null ? viewBase : this;
         r.viewBaseNode = r.viewBase.gradFn;
         r.multiOutputView = multiOutputView;
-        return requiresGrad;
     }
 
     /**
-     * For op implementations: the consecutive views of this tensor of {@code sizes} elements along {@code dim} (wrapped),
-     * or with {@code select} its slices along {@code dim} (each without it; {@code sizes} empty), returned by one call of {@code op} ({@code
-     * split}, {@code chunk}, {@code unbind}): marked as such (in-place ops on them are refused under autograd, as PyTorch's)
-     * and recorded for autograd as one node for all of them, whose backward joins their gradients once.
+     * For the view front end ({@link Views#alias}): another handle to this tensor, with a storage reference of its own and
+     * this tensor's place in the graph (a leaf's gradient still goes to this leaf) and view state.
      */
-    public List<Tensor> splitViews(OpDef op, int dim, long[] sizes, boolean select) {
-        Arguments.nonNull("splitViews", "sizes", sizes);
-        Arguments.nonNull("splitViews", "op", op);
-        checkOpen(op.pyName());
-        if (select && shape[dim] > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException(op.pyName() + ": cannot return " + shape[dim] + " views of a tensor of shape "
-                    + Shapes.format(shape) + " (more than a Java list can hold)");
+    public Tensor sameTensorView() {
+        refreshViewHistory();
+        Tensor a = view(shape, strides, offset);
+        if (requiresGrad) {
+            a.requiresGrad = true;
+            a.replaceGradFn(gradFn, true);
+            a.outputNr = outputNr;
+            a.gradAccumulator = gradFn == null ? gradAccumulator() : null;
         }
-        Tensor[] views = new Tensor[select ? (int) shape[dim] : sizes.length];
-        boolean record = false;
-        long start = 0;
-        for (int i = 0; i < views.length; i++) {
-            ViewOps.Geometry v = select ? ViewOps.select(shape, strides, offset, dim, i) : ViewOps.narrow(shape, strides, offset, dim, start, sizes[i]);
-            if (!select) start += sizes[i];
-            views[i] = view(v);
-            record = trackView(views[i]);
-        }
-        if (record) {
-            double[] scalars = new double[select ? 1 : sizes.length + 1];
-            scalars[0] = dim;
-            for (int i = 1; i < scalars.length; i++) scalars[i] = sizes[i - 1];
-            Dispatcher.recordView(op, this, views, scalars);
-        }
-        for (int i = 0; i < views.length; i++) views[i].markMultiOutputView(op.node(), i);
-        return new ArrayList<>(Arrays.asList(views));
+        a.noGradViewOfGraph = noGradViewOfGraph;
+        a.viewBase = viewBase;
+        a.viewBaseNode = viewBaseNode;
+        a.multiOutputView = multiOutputView;
+        return a;
     }
 
     /**

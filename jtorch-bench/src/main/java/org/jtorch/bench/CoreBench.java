@@ -25,6 +25,12 @@ final class CoreBench {
             double s = Timing.medianPerIteration(reps * 4, 200_000, () -> a.add(b).close());
             r.put("eager_add_1elem_us", s * 1e6);
         }
+        // Eager view overhead: the view ops' chain alone (no element moves), each view closed at once.
+        try (Tensor m = Torch.ones(4, 4)) {
+            r.put("eager_view_us", Timing.medianPerIteration(reps * 4, 200_000, () -> m.view(16).close()) * 1e6);
+            r.put("eager_transpose_us", Timing.medianPerIteration(reps * 4, 200_000, () -> m.transpose(0, 1).close()) * 1e6);
+            r.put("eager_narrow_us", Timing.medianPerIteration(reps * 4, 200_000, () -> m.narrow(1, 1, 2).close()) * 1e6);
+        }
         try (Tensor a = Torch.rand(BIG); Tensor b = Torch.rand(BIG); Tensor out = Torch.empty(BIG)) {
             double copy = Timing.median(40, reps, () -> out.copy_(a));
             r.put("copy_16M_f32_GBps", 2.0 * 4 * BIG / copy / 1e9);

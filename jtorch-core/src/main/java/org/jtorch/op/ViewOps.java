@@ -12,8 +12,8 @@ import java.util.List;
  * The view ops: each returns a tensor that shares its input's memory, with a new geometry (sizes, strides and storage
  * offset, in elements). Each is declared once here with PyTorch's signature, and its meta function is the geometry:
  * computed and checked from the input's geometry and the arguments, without data. Errors name the op, the shape and
- * the offending argument, as PyTorch's do. {@code Tensor}'s view methods are these functions plus autograd; the trace
- * records each call as one op, replayed through the same method.
+ * the offending argument, as PyTorch's do. The view front end ({@code ops.Views}, behind {@code Tensor}'s view methods)
+ * is these functions plus autograd; the trace records each call as one op, replayed through the same method.
  *
  * <p>Each view's derivative is declared with ops, as PyTorch's derivatives.yaml: a view of the gradient back ({@code
  * permute}, {@code transpose}, {@code squeeze}), a reshape to the input's sizes, a sum back to them ({@code expand}), or

@@ -61,7 +61,7 @@ public final class Joining {
                     + size);
         }
         long parts = splitSize == 0 || size == 0 ? 1 : (size - 1) / splitSize + 1; // size + splitSize - 1 overflows for a huge split
-        return self.splitViews(ViewOps.SPLIT, d, splitSizes(op, parts, splitSize, size), false);
+        return Views.splitViews(ViewOps.SPLIT, self, d, splitSizes(op, parts, splitSize, size), false);
     }
 
     /** {@code parts} sizes of {@code splitSize}, the last one what remains of {@code size}. */
@@ -101,7 +101,7 @@ public final class Joining {
             throw new IllegalArgumentException(op + ": split_with_sizes expects split sizes to sum exactly to " + size
                     + " (input tensor's size at dimension " + d + "), but got split sizes " + Arrays.toString(sizes));
         }
-        return self.splitViews(splitOp, d, sizes.clone(), false);
+        return Views.splitViews(splitOp, self, d, sizes.clone(), false);
     }
 
     /** {@code self.chunk(chunks, dim)}: at most {@code chunks} views of {@code ceil(size / chunks)} elements. */
@@ -125,7 +125,7 @@ public final class Joining {
             return splitWithSizes(ViewOps.CHUNK, self, new long[chunks], d);
         }
         long parts = splitSize == 0 ? 1 : (size - 1) / splitSize + 1;
-        return self.splitViews(ViewOps.CHUNK, d, splitSizes(op, parts, splitSize, size), false);
+        return Views.splitViews(ViewOps.CHUNK, self, d, splitSizes(op, parts, splitSize, size), false);
     }
 
     /** {@code self.unbind(dim)}: the slices along {@code dim}, each without that dimension (views). */
@@ -135,6 +135,6 @@ public final class Joining {
         self.checkOpen(op);
         if (self.dim() == 0) throw new IndexOutOfBoundsException(op + ": dimension specified as " + dim + " but tensor has no dimensions");
         int d = Shapes.wrapDim(op, dim, self.dim());
-        return self.splitViews(ViewOps.UNBIND, d, new long[0], true);
+        return Views.splitViews(ViewOps.UNBIND, self, d, new long[0], true);
     }
 }
