@@ -1,6 +1,7 @@
 package org.jtorch.ops;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import org.jtorch.Tensor;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.CopyOps;
@@ -88,31 +89,31 @@ public final class Conversions {
 
     public static float[] toFloatArray(Tensor self) {
         float[] a = new float[javaArrayLength(self, "toFloatArray")];
-        copyOut(self, DType.FLOAT32, MemorySegment.ofArray(a));
+        copyOut(self, DType.FLOAT32, ValueLayout.JAVA_FLOAT_UNALIGNED, a, a.length);
         return a;
     }
 
     public static double[] toDoubleArray(Tensor self) {
         double[] a = new double[javaArrayLength(self, "toDoubleArray")];
-        copyOut(self, DType.FLOAT64, MemorySegment.ofArray(a));
+        copyOut(self, DType.FLOAT64, ValueLayout.JAVA_DOUBLE_UNALIGNED, a, a.length);
         return a;
     }
 
     public static long[] toLongArray(Tensor self) {
         long[] a = new long[javaArrayLength(self, "toLongArray")];
-        copyOut(self, DType.INT64, MemorySegment.ofArray(a));
+        copyOut(self, DType.INT64, ValueLayout.JAVA_LONG_UNALIGNED, a, a.length);
         return a;
     }
 
     public static int[] toIntArray(Tensor self) {
         int[] a = new int[javaArrayLength(self, "toIntArray")];
-        copyOut(self, DType.INT32, MemorySegment.ofArray(a));
+        copyOut(self, DType.INT32, ValueLayout.JAVA_INT_UNALIGNED, a, a.length);
         return a;
     }
 
     public static boolean[] toBooleanArray(Tensor self) {
         byte[] b = new byte[javaArrayLength(self, "toBooleanArray")];
-        copyOut(self, DType.BOOL, MemorySegment.ofArray(b));
+        copyOut(self, DType.BOOL, ValueLayout.JAVA_BYTE, b, b.length);
         boolean[] a = new boolean[b.length];
         for (int i = 0; i < b.length; i++) a[i] = b[i] != 0;
         return a;
@@ -129,13 +130,15 @@ public final class Conversions {
     }
 
     /** Copies the elements in row-major order, converted to {@code type}, into a heap segment. */
-    private static void copyOut(Tensor self, DType type, MemorySegment dst) {
+    /**
+     * {@code self} converted to {@code type} into native memory, then copied in bulk into {@code array} ({@code length}
+     * elements of {@code layout}): no heap segment is ever made, so no kernel's compiled stores see one (ScalarCells says why).
+     */
+    private static void copyOut(Tensor self, DType type, ValueLayout layout, Object array, int length) {
         self.checkOpen("toArray");
-        // Converted into native memory, then one bulk copy to the array: a heap segment as a kernel's output would make
-        // every kernel's compiled stores handle both kinds (ScalarCells says why).
         try (Tensor host = self.cpu(); Tensor out = Tensor.empty(self.shape(), type, Device.cpu())) {
             Dispatcher.copyBetween(host, out, false);
-            MemorySegment.copy(out.storage().segment(), out.storageOffset() * type.byteSize(), dst, 0, dst.byteSize());
+            MemorySegment.copy(out.storage().segment(), layout, out.storageOffset() * type.byteSize(), array, 0, length);
         }
     }
 }
