@@ -1,6 +1,6 @@
 package org.jtorch.backend.cpu;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.jtorch.backend.cpu.SeparateConversionBits.assertSameBits;
 
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -21,18 +21,6 @@ import org.junit.jupiter.api.Test;
  */
 class BatchNormBf16Test {
     private static final Generator GEN = new Generator(45);
-
-    private static void assertSameBits(Tensor expected, Tensor actual, String what) {
-        assertEquals(expected.dtype(), actual.dtype(), what + " dtype");
-        double[] e = expected.to(DType.FLOAT64).toDoubleArray();
-        double[] a = actual.to(DType.FLOAT64).toDoubleArray();
-        assertEquals(e.length, a.length, what);
-        for (int i = 0; i < e.length; i++) {
-            if (Double.doubleToLongBits(e[i]) != Double.doubleToLongBits(a[i])) {
-                throw new AssertionError(what + " element " + i + " = " + a[i] + ", separate conversion " + e[i]);
-            }
-        }
-    }
 
     private static void check(long n, long c, long h, long w, boolean train, boolean affine) {
         String name = "[" + n + ", " + c + ", " + h + ", " + w + "] " + (train ? "train" : "eval") + (affine ? "" : " no affine");

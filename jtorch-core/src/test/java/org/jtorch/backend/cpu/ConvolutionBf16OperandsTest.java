@@ -1,6 +1,6 @@
 package org.jtorch.backend.cpu;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.jtorch.backend.cpu.SeparateConversionBits.assertSameBits;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -42,18 +42,6 @@ class ConvolutionBf16OperandsTest {
     void restoreTheSwitch() {
         if (winogradBefore == null) System.clearProperty("jtorch.conv.winograd");
         else System.setProperty("jtorch.conv.winograd", winogradBefore);
-    }
-
-    private static void assertSameBits(Tensor expected, Tensor actual, String what) {
-        assertEquals(expected.dtype(), actual.dtype(), what + " dtype");
-        double[] e = expected.to(DType.FLOAT64).toDoubleArray();
-        double[] a = actual.to(DType.FLOAT64).toDoubleArray();
-        assertEquals(e.length, a.length, what);
-        for (int i = 0; i < e.length; i++) {
-            if (Double.doubleToLongBits(e[i]) != Double.doubleToLongBits(a[i])) {
-                throw new AssertionError(what + " element " + i + " = " + a[i] + ", separate conversion " + e[i]);
-            }
-        }
     }
 
     private static Geometry geometry(int n, int cin, int h, int w, int cout, int stride, int pad) {
