@@ -50,11 +50,23 @@ final class InfoCommand {
         return v == null ? "(development build)" : v;
     }
 
+    /**
+     * The model name with the vendor, family and model numbers: a VM's model name can be as vague as "Intel(R) Xeon(R)
+     * Processor", and the numbers tell which generation the kernels and the figures ran on.
+     */
     private static String cpuModel() {
+        String name = field("model name"), vendor = field("vendor_id"), family = field("cpu family"), model = field("model");
+        if (name == null) return System.getProperty("os.arch");
+        return name + (vendor == null || family == null || model == null ? "" : " (" + vendor + " family " + family + " model " + model + ")");
+    }
+
+    /** The first value of a {@code /proc/cpuinfo} field, or null. */
+    private static String field(String key) {
         for (String line : cpuinfo()) {
-            if (line.startsWith("model name")) return line.substring(line.indexOf(':') + 1).trim();
+            int colon = line.indexOf(':');
+            if (colon > 0 && line.substring(0, colon).trim().equals(key)) return line.substring(colon + 1).trim();
         }
-        return System.getProperty("os.arch");
+        return null;
     }
 
     private static List<String> cpuFlags() {
