@@ -166,6 +166,43 @@ class JitTrainingStepTest {
         for (Tensor p : a.parameters()) assertNotNull(p.grad(), "the step leaves each gradient readable");
     }
 
+    /** A head per input width: a micro-batch of one width gives gradients to that head only. */
+    private static final class TwoHeads extends Module {
+        private final Linear narrow;
+        private final Linear wide;
+
+        TwoHeads(long seed) {
+            Torch.manualSeed(seed);
+            narrow = registerModule("narrow", new Linear(20, 5));
+            wide = registerModule("wide", new Linear(30, 5));
+            to(DEVICE);
+        }
+
+        @Override
+        public Tensor forward(Tensor x) {
+            return x.size(1) == 20 ? narrow.forward(x) : wide.forward(x);
+        }
+    }
+
+    @Test
+    void aParameterWhoseGradientCameOnlyFromAnEarlierMicroBatchIsUpdatedToo() {
+        TwoHeads a = new TwoHeads(12);
+        TwoHeads b = new TwoHeads(12);
+        SGD optA = new SGD(a.parameters(), SGD.options().lr(0.1).momentum(0.9));
+        SGD optB = new SGD(b.parameters(), SGD.options().lr(0.1).momentum(0.9));
+        TrainingStep step = Jit.compileStep(a, CROSS_ENTROPY, optA);
+        TensorFunction compiledB = Jit.compile(b);
+        for (int s = 0; s < 2; s++) {
+            Tensor[] first = batch(300 + s);
+            Torch.manualSeed(400 + s);
+            Tensor[] second = {Torch.randn(12, 30).to(DEVICE), Torch.randint(0, 5, 12).to(DEVICE)};
+            step.step(new Tensor[] {first[0], second[0]}, new Tensor[] {first[1], second[1]}).close();
+            referenceStep(compiledB, optB, new Tensor[][] {first, second});
+            assertSameState(stateOf(b, optB), stateOf(a, optA), "step " + s);
+        }
+        assertNotNull(optA.state(a.narrow.weight()).get("momentum_buffer"));
+    }
+
     @Test
     void anOptimizerParameterTheModuleDoesNotUseIsSkipped() {
         Module m = mlp(5);
