@@ -204,6 +204,21 @@ class JitTrainingStepTest {
     }
 
     @Test
+    void theLastLayerIsUpdatedInsideTheBackwardBeforeTheFirstLayersGradientLands() {
+        Module m = mlp(13);
+        Tensor first = ((Linear) ((Sequential) m).get(0)).weight();
+        Tensor last = ((Linear) ((Sequential) m).get(4)).weight();
+        float[] lastBefore = values(last);
+        List<float[]> seen = new ArrayList<>();
+        first.registerPostAccumulateGradHook(p -> seen.add(values(last)));
+        Tensor[] b = batch(14);
+        Jit.compileStep(m, CROSS_ENTROPY, new SGD(m.parameters(), SGD.options().lr(0.1))).step(b[0], b[1]).close();
+        assertEquals(1, seen.size());
+        assertSameOnCpu(values(last), seen.get(0), "the last layer's weight when the first layer's gradient landed", 0f);
+        assertTrue(lastBefore[0] != seen.get(0)[0], "the last layer's weight was not updated yet");
+    }
+
+    @Test
     void anOptimizerParameterTheModuleDoesNotUseIsSkipped() {
         Module m = mlp(5);
         Tensor unused = Torch.ones(3).to(DEVICE).requiresGrad_(true);
