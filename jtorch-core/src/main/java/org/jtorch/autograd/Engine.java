@@ -116,10 +116,7 @@ final class Engine {
         Map<Node, Boolean> needed = capture ? neededNodes(rootNodes, captureOutputs) : null;
         countDependencies(rootNodes, deps, needed);
 
-        // A leaf's accumulation runs as soon as its gradient is complete, as PyTorch's (whose AccumulateGrad has the highest
-        // sequence number): its post-accumulate hooks (an optimizer's update in the step) then find the gradient in cache.
-        PriorityQueue<Node> ready = new PriorityQueue<>(Comparator.comparing((Node n) -> n instanceof AccumulateGrad)
-                .thenComparingLong(n -> n.sequenceNr).reversed());
+        PriorityQueue<Node> ready = new PriorityQueue<>(Comparator.comparingLong((Node n) -> n.sequenceNr).reversed());
         for (Node n : rootNodes) {
             if (deps.getOrDefault(n, 0) == 0 && !ready.contains(n) && (needed == null || needed.containsKey(n))) ready.add(n);
         }

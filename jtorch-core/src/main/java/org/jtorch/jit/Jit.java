@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.BinaryOperator;
 import org.jtorch.Tensor;
 import org.jtorch.amp.Autocast;
 import org.jtorch.Torch;
@@ -15,7 +14,6 @@ import org.jtorch.backend.Backends;
 import org.jtorch.backend.GraphCapture;
 import org.jtorch.nn.Module;
 import org.jtorch.ops.Dispatcher;
-import org.jtorch.optim.Optimizer;
 import org.jtorch.types.Arguments;
 import org.jtorch.types.DType;
 import org.jtorch.types.Device;
@@ -106,29 +104,6 @@ public final class Jit {
     public static TensorFunction compile(Module module, Options options) {
         Arguments.nonNull("Jit.compile", "module", module);
         return new Compiled(x -> module.forward(x[0]), options, module.parameters(), module.buffers(), module);
-    }
-
-    /**
-     * A training step of {@code module}: forward (compiled as {@link #compile(Module, Options)}), {@code loss} of its output
-     * and the target, backward, and {@code optimizer}'s update of each parameter inside the backward, right after its
-     * gradient is complete (see {@link TrainingStep}). The optimizer must update its parameters one at a time
-     * ({@link Optimizer#updatesParametersSeparately()}: SGD, with any of its options); others are refused.
-     */
-    public static TrainingStep compileStep(Module module, BinaryOperator<Tensor> loss, Optimizer optimizer) {
-        return compileStep(module, loss, optimizer, Options.defaults());
-    }
-
-    public static TrainingStep compileStep(Module module, BinaryOperator<Tensor> loss, Optimizer optimizer, Options options) {
-        Arguments.nonNull("Jit.compileStep", "module", module);
-        Arguments.nonNull("Jit.compileStep", "loss", loss);
-        Arguments.nonNull("Jit.compileStep", "optimizer", optimizer);
-        Arguments.nonNull("Jit.compileStep", "options", options);
-        if (!optimizer.updatesParametersSeparately()) {
-            throw new IllegalArgumentException("Jit.compileStep: " + optimizer.getClass().getSimpleName()
-                    + " cannot run its update inside the backward (its update of one parameter is not separate from the others';"
-                    + " supported: SGD); call its step() after the compiled module's backward instead");
-        }
-        return new TrainingStep(compile(module, options), loss, optimizer);
     }
 
     /** The graph {@code fn} traces to on {@code inputs}, the steps it compiles to (fusion groups and their formulas), or why it runs eagerly. */

@@ -141,38 +141,6 @@ public abstract class Optimizer implements AutoCloseable, Stateful {
         }
     }
 
-    /**
-     * Updates {@code params}, parameters of {@code group} (one of this optimizer's groups), exactly as {@link #step()}
-     * updates them, for a training step that updates each parameter as soon as its gradient has been accumulated
-     * ({@link org.jtorch.jit.Jit#compileStep}). Parameters whose {@code grad()} is null are skipped, as by {@code step()}.
-     * Only optimizers whose update of one parameter reads nothing of the others support it
-     * ({@link #updatesParametersSeparately()}); the others throw {@link UnsupportedOperationException}.
-     */
-    public final void stepParameters(ParamGroup group, List<Tensor> params) {
-        Arguments.nonNull(name + ".stepParameters", "group", group);
-        Arguments.nonNull(name + ".stepParameters", "params", params);
-        if (!updatesParametersSeparately()) {
-            throw new UnsupportedOperationException(name + ": this optimizer cannot update its parameters one at a time");
-        }
-        if (groups.stream().noneMatch(g -> g == group)) {
-            throw new IllegalArgumentException(name + ".stepParameters: the group is not one of this optimizer's parameter groups");
-        }
-        try (var g = Grad.noGrad()) {
-            groupAllowsFused = !Boolean.FALSE.equals(group.options().get("foreach"));
-            updateParams(group, params);
-        }
-    }
-
-    /** Whether {@link #stepParameters} may update a subset of a group's parameters (the update of each reads only its own state). */
-    public boolean updatesParametersSeparately() {
-        return false;
-    }
-
-    /** Updates {@code params} of {@code group} that have a gradient; overridden where {@link #updatesParametersSeparately()}. */
-    protected void updateParams(ParamGroup group, List<Tensor> params) {
-        throw new UnsupportedOperationException(name + ": this optimizer cannot update its parameters one at a time");
-    }
-
     /** Evaluates {@code closure} with gradients enabled (it should compute the loss and call backward), then steps; returns the loss. */
     public Tensor step(Supplier<Tensor> closure) {
         Arguments.nonNull("Optimizer.step", "closure", closure);

@@ -79,16 +79,6 @@ public final class SGD extends Optimizer {
 
     @Override
     protected void updateGroup(ParamGroup group) {
-        updateParams(group, group.params());
-    }
-
-    @Override
-    public boolean updatesParametersSeparately() {
-        return true;
-    }
-
-    @Override
-    protected void updateParams(ParamGroup group, List<Tensor> params) {
         double lr = group.lr();
         double momentum = group.getDouble("momentum");
         double dampening = group.getDouble("dampening");
@@ -96,7 +86,7 @@ public final class SGD extends Optimizer {
         boolean nesterov = group.getBoolean("nesterov");
         boolean maximize = group.getBoolean("maximize");
         FusedBatches fused = new FusedBatches();
-        for (Tensor p : params) {
+        for (Tensor p : group.params()) {
             Tensor grad = p.grad();
             if (grad == null) continue;
             Map<String, Object> st = stateOf(p);
