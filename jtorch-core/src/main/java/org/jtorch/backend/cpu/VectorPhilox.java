@@ -43,8 +43,12 @@ final class VectorPhilox {
     private static final long LOW32 = 0xffffffffL;
     private static final double TWO_POW_M24 = 1.0 / (1 << 24);
     private static final double TWO_POW_M53 = 1.0 / (1L << 53);
-    /** Where word j of the vector's lane b goes in element order: {@code 4 b + j}. */
-    private static final int[][] SCATTER = new int[4][LANES];
+    /**
+     * Lanes of two vectors of word pairs that interleave them, the first vector's lane b, then the second's: blocks
+     * {@code 0 .. LANES / 2 - 1} ({@link #FIRST_HALF}) and the rest ({@link #SECOND_HALF}), as {@code selectFrom}'s
+     * indexes (at and past {@code LANES}: the second vector).
+     */
+    private static final long[] FIRST_HALF = new long[LANES], SECOND_HALF = new long[LANES];
     /** Blocks generated per pass of a chunk: a 2 KiB word buffer, reused per thread. */
     static final int CHUNK_BLOCKS = 128;
     private static final ThreadLocal<int[]> WORDS = ThreadLocal.withInitial(() -> new int[4 * CHUNK_BLOCKS]);
@@ -113,7 +117,10 @@ final class VectorPhilox {
     }
 
     static {
-        for (int j = 0; j < 4; j++) for (int b = 0; b < LANES; b++) SCATTER[j][b] = 4 * b + j;
+        for (int l = 0; l < LANES; l++) {
+            FIRST_HALF[l] = l / 2 + (l % 2) * LANES;
+            SECOND_HALF[l] = LANES / 2 + FIRST_HALF[l];
+        }
     }
 
     private VectorPhilox() {}
@@ -127,6 +134,7 @@ final class VectorPhilox {
     static void blocks(long seed, long first, int blocks, int[] words) {
         long k0 = seed & LOW32, k1 = (seed >>> 32) & LOW32;
         LongVector lane = LongVector.zero(LONGS).addIndex(1);
+        LongVector firstHalf = LongVector.fromArray(LONGS, FIRST_HALF, 0), secondHalf = LongVector.fromArray(LONGS, SECOND_HALF, 0);
         for (int b = 0; b < blocks; b += LANES) {
             LongVector counter = lane.add(first + b);
             LongVector c0 = counter.and(LOW32), c1 = counter.lanewise(VectorOperators.LSHR, 32);
@@ -142,16 +150,13 @@ final class VectorPhilox {
                 key0 += W0;
                 key1 += W1;
             }
+            // Element order without scatter stores: each block's words 0, 1 and 2, 3 as one little-endian 64-bit lane
+            // each, the two vectors of those interleaved by two-vector permutes (vpermi2q), stored whole.
+            LongVector words01 = c0.or(c1.lanewise(VectorOperators.LSHL, 32)), words23 = c2.or(c3.lanewise(VectorOperators.LSHL, 32));
             int at = 4 * b;
-            ints(c0).intoArray(words, at, SCATTER[0], 0);
-            ints(c1).intoArray(words, at, SCATTER[1], 0);
-            ints(c2).intoArray(words, at, SCATTER[2], 0);
-            ints(c3).intoArray(words, at, SCATTER[3], 0);
+            firstHalf.selectFrom(words01, words23).reinterpretAsInts().intoArray(words, at);
+            secondHalf.selectFrom(words01, words23).reinterpretAsInts().intoArray(words, at + 2 * LANES);
         }
-    }
-
-    private static IntVector ints(LongVector v) {
-        return (IntVector) v.convertShape(VectorOperators.L2I, INTS, 0);
     }
 
     /**
