@@ -135,27 +135,40 @@ final class VectorPhilox {
         long k0 = seed & LOW32, k1 = (seed >>> 32) & LOW32;
         LongVector lane = LongVector.zero(LONGS).addIndex(1);
         LongVector firstHalf = LongVector.fromArray(LONGS, FIRST_HALF, 0), secondHalf = LongVector.fromArray(LONGS, SECOND_HALF, 0);
-        for (int b = 0; b < blocks; b += LANES) {
-            LongVector counter = lane.add(first + b);
-            LongVector c0 = counter.and(LOW32), c1 = counter.lanewise(VectorOperators.LSHR, 32);
-            LongVector c2 = LongVector.zero(LONGS), c3 = LongVector.zero(LONGS);
+        // Two vectors of blocks per pass, a and b: a round is a chain of a 64-bit multiply's latency and three cheap ops,
+        // so one vector alone leaves the multiplier idle most of the time. An odd last vector computes b and drops it.
+        for (int at = 0; at < blocks; at += 2 * LANES) {
+            LongVector counterA = lane.add(first + at), counterB = lane.add(first + at + LANES);
+            LongVector a0 = counterA.and(LOW32), a1 = counterA.lanewise(VectorOperators.LSHR, 32);
+            LongVector b0 = counterB.and(LOW32), b1 = counterB.lanewise(VectorOperators.LSHR, 32);
+            LongVector a2 = LongVector.zero(LONGS), a3 = a2, b2 = a2, b3 = a2;
             int key0 = (int) k0, key1 = (int) k1;
             for (int r = 0; r < 10; r++) {
-                LongVector p0 = c0.mul(M0), p1 = c2.mul(M1);
-                LongVector hi0 = p0.lanewise(VectorOperators.LSHR, 32), hi1 = p1.lanewise(VectorOperators.LSHR, 32);
-                c0 = hi1.lanewise(VectorOperators.XOR, c1).lanewise(VectorOperators.XOR, key0 & LOW32);
-                c1 = p1.and(LOW32);
-                c2 = hi0.lanewise(VectorOperators.XOR, c3).lanewise(VectorOperators.XOR, key1 & LOW32);
-                c3 = p0.and(LOW32);
+                long key0Lane = key0 & LOW32, key1Lane = key1 & LOW32;
+                LongVector pa0 = a0.mul(M0), pa1 = a2.mul(M1), pb0 = b0.mul(M0), pb1 = b2.mul(M1);
+                // The xor of the key first: off the multiply's chain, with the same bits.
+                a0 = pa1.lanewise(VectorOperators.LSHR, 32).lanewise(VectorOperators.XOR, a1.lanewise(VectorOperators.XOR, key0Lane));
+                a2 = pa0.lanewise(VectorOperators.LSHR, 32).lanewise(VectorOperators.XOR, a3.lanewise(VectorOperators.XOR, key1Lane));
+                a1 = pa1.and(LOW32);
+                a3 = pa0.and(LOW32);
+                b0 = pb1.lanewise(VectorOperators.LSHR, 32).lanewise(VectorOperators.XOR, b1.lanewise(VectorOperators.XOR, key0Lane));
+                b2 = pb0.lanewise(VectorOperators.LSHR, 32).lanewise(VectorOperators.XOR, b3.lanewise(VectorOperators.XOR, key1Lane));
+                b1 = pb1.and(LOW32);
+                b3 = pb0.and(LOW32);
                 key0 += W0;
                 key1 += W1;
             }
             // Element order without scatter stores: each block's words 0, 1 and 2, 3 as one little-endian 64-bit lane
-            // each, the two vectors of those interleaved by two-vector permutes (vpermi2q), stored whole.
-            LongVector words01 = c0.or(c1.lanewise(VectorOperators.LSHL, 32)), words23 = c2.or(c3.lanewise(VectorOperators.LSHL, 32));
-            int at = 4 * b;
-            firstHalf.selectFrom(words01, words23).reinterpretAsInts().intoArray(words, at);
-            secondHalf.selectFrom(words01, words23).reinterpretAsInts().intoArray(words, at + 2 * LANES);
+            // each, the two vectors of those interleaved by two-vector permutes (vpermi2q), stored whole. Written out
+            // for a and b: a method for both was past C2's inlining node budget, and its vectors went boxed.
+            LongVector a01 = a0.or(a1.lanewise(VectorOperators.LSHL, 32)), a23 = a2.or(a3.lanewise(VectorOperators.LSHL, 32));
+            firstHalf.selectFrom(a01, a23).reinterpretAsInts().intoArray(words, 4 * at);
+            secondHalf.selectFrom(a01, a23).reinterpretAsInts().intoArray(words, 4 * at + 2 * LANES);
+            if (at + LANES < blocks) {
+                LongVector b01 = b0.or(b1.lanewise(VectorOperators.LSHL, 32)), b23 = b2.or(b3.lanewise(VectorOperators.LSHL, 32));
+                firstHalf.selectFrom(b01, b23).reinterpretAsInts().intoArray(words, 4 * at + 4 * LANES);
+                secondHalf.selectFrom(b01, b23).reinterpretAsInts().intoArray(words, 4 * at + 6 * LANES);
+            }
         }
     }
 
