@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.List;
+import jdk.incubator.vector.LongVector;
 import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -24,6 +26,33 @@ class VectorPhiloxTest {
 
     private static List<VectorPhilox.Warmth> loops() {
         return List.of(VectorPhilox.Warmth.vectorOnly(), VectorPhilox.Warmth.scalarOnly(), VectorPhilox.Warmth.cold());
+    }
+
+    /**
+     * The vector generator's raw words are the scalar generator's in element order (block b's word j at {@code 4 b + j}),
+     * for block counts of one vector of lanes up to a whole chunk, first blocks at odd offsets and across the counter's
+     * low word wrapping past 2^32, and nothing written past the last block.
+     */
+    @Test
+    void blocksAreTheScalarWordsInElementOrder() {
+        Assumptions.assumeTrue(VectorPhilox.supported(), "no 512-bit vectors on this machine");
+        int lanes = LongVector.SPECIES_512.length();
+        int[] words = new int[4 * VectorPhilox.CHUNK_BLOCKS + 5];
+        int[] w = new int[4];
+        for (long first : new long[] {0, 1, 13, 12_347, (1L << 32) - 3, (1L << 32) + 5, 0x7ffffffffffffff1L}) {
+            for (int blocks : new int[] {lanes, 2 * lanes, 3 * lanes, 5 * lanes, VectorPhilox.CHUNK_BLOCKS - lanes, VectorPhilox.CHUNK_BLOCKS}) {
+                long seed = 0x2545F4914F6CDD1DL * (first + 1) + blocks;
+                Arrays.fill(words, 0x5a5a5a5a);
+                VectorPhilox.blocks(seed, first, blocks, words);
+                for (int b = 0; b < blocks; b++) {
+                    Generator.philox(seed, first + b, w);
+                    for (int j = 0; j < 4; j++) {
+                        assertEquals(w[j], words[4 * b + j], "word " + j + " of block " + (first + b) + ", " + blocks + " blocks from " + first);
+                    }
+                }
+                for (int i = 4 * blocks; i < words.length; i++) assertEquals(0x5a5a5a5a, words[i], "word " + i + " past " + blocks + " blocks");
+            }
+        }
     }
 
     @Test
