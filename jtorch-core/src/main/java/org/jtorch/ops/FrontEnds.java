@@ -180,6 +180,9 @@ public final class FrontEnds {
             return Pooling3d.maxPool3d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
         }
         if (op == FrontEndOps.ADAPTIVE_AVG_POOL3D) return Pooling3d.adaptiveAvgPool3d(in[0], longs(args));
+        if (Padding.modeOf(op) != null) return Padding.padAs(op, in[0], longs(args));
+        if (op == FrontEndOps.PIXEL_SHUFFLE) return Resampling.pixelShuffle(in[0], (int) args[0]);
+        if (op == FrontEndOps.PIXEL_UNSHUFFLE) return Resampling.pixelUnshuffle(in[0], (int) args[0]);
         throw new IllegalStateException(op.name() + " has no front end to call");
     }
 
