@@ -7,7 +7,7 @@ import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max pooling and adaptive average pooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max, average and adaptive average pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -161,6 +161,25 @@ public final class FrontEndOps {
                     new Param("padding", "int[3]", "0"), new Param("dilation", "int[3]", "1"), new Param("ceil_mode", "bool", "False"))
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.maxPool3d` (separable: two passes of the 2-d kernels)").build();
+    /**
+     * Separable, as {@link #MAX_POOL3D}: two passes of the declared 2-d average pool ({@code ops.Pooling3d}), each dividing by
+     * its dimensions' share of the window (with {@code divisor_override}, sums divided once). A missing divisor is traced as 0.
+     */
+    public static final OpDef AVG_POOL3D = OpDef.frontEnd("avg_pool3d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("kernel_size", "int[3]", null), new Param("stride", "int[3]", "[]"),
+                    new Param("padding", "int[3]", "0"), new Param("ceil_mode", "bool", "False"), new Param("count_include_pad", "bool", "True"),
+                    new Param("divisor_override", "int?", "None"))
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
+            .doc("`ops.Pooling3d.avgPool3d` (separable: two passes of the 2-d kernels)").build();
+    /**
+     * PyTorch's signature: the output volume resolved ({@code F.max_unpool3d}'s kernel size and default output size are
+     * the functional's), stride and padding as given. A scatter of the values into zero volumes.
+     */
+    public static final OpDef MAX_UNPOOL3D = OpDef.frontEnd("max_unpool3d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, Param.tensor("indices"), new Param("output_size", "SymInt[3]", null), new Param("stride", "int[3]", null),
+                    new Param("padding", "int[3]", null))
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
+            .doc("`ops.Pooling3d.maxUnpool3d` (a scatter of the values to their recorded positions)").build();
     public static final OpDef ADAPTIVE_AVG_POOL3D = OpDef.frontEnd("adaptive_avg_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, new Param("output_size", "SymInt[3]", null))
             .autocast(Device.Type.CPU, CastPolicy.FP32)

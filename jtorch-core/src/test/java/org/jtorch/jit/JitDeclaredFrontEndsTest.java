@@ -30,4 +30,19 @@ class JitDeclaredFrontEndsTest {
                 && plan.contains("pixel_shuffle") && plan.contains("pixel_unshuffle") && !plan.contains("index_select"), plan);
         assertCompiledMatchesEager(f, x, new Tensor[] {w}, 1e-6f);
     }
+
+    @Test
+    void averagePoolingAndUnpoolingInThreeDimensionsTraceAsOneOpEachAndDifferentiateAsEager() {
+        Torch.manualSeed(26);
+        Tensor w = randn(2, 3, 4, 4, 4).requiresGrad_(true);
+        TensorFunction f = in -> {
+            Tensor avg = F.avgPool3d(in[0].mul(w), 3, F.AvgPool.options().stride(1).padding(1).countIncludePad(false));
+            var pooled = F.maxPool3dWithIndices(avg, new int[] {2}, F.MaxPool.options());
+            return F.maxUnpool3d(pooled.values().tanh(), pooled.indices(), new int[] {2}, null, new int[] {0}, null);
+        };
+        Tensor x = randn(2, 3, 4, 4, 4);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("avg_pool3d") && plan.contains("max_unpool3d") && !plan.contains("avg_pool2d"), plan);
+        assertCompiledMatchesEager(f, x, new Tensor[] {w}, 1e-6f);
+    }
 }
