@@ -51,10 +51,9 @@ public final class AutocastPolicy {
             CastPolicy.LOWER_PRECISION, """
                     addbmm _convolution conv_tbc""",
             CastPolicy.FP32, """
-                    avg_pool3d grid_sampler polar
+                    grid_sampler polar
                     quantile nanquantile stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve
-                    inverse lu_solve orgqr ormqr pinverse max_unpool3d
-                    reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d
+                    inverse lu_solve orgqr ormqr pinverse
                     cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss poisson_nll_loss
                     cross_entropy_loss margin_ranking_loss soft_margin_loss triplet_margin_loss
                     multi_margin_loss ctc_loss multilabel_margin_loss fft_fft

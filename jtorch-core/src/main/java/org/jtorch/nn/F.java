@@ -5,7 +5,6 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
-import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.AttentionOps;
 import org.jtorch.op.IndexingOps;
@@ -178,35 +177,7 @@ public final class F {
      * {@code numClasses} -1 takes the largest index plus one (read on the host).
      */
     public static Tensor oneHot(Tensor indices, long numClasses) {
-        String op = "one_hot";
-        Arguments.nonNull(op, "indices", indices);
-        if (indices.dtype() != DType.INT64) {
-            throw new IllegalArgumentException(op + ": one_hot is only applicable to index tensor (int64), got " + indices.dtype());
-        }
-        if (numClasses < -1 || numClasses == 0 && indices.numel() > 0) {
-            throw new IllegalArgumentException(op + ": num_classes should be positive or -1, got " + numClasses);
-        }
-        long classes = numClasses;
-        // Only an inferred class count is read on the host. With a given count, off the CPU, the scatter's
-        // deferred index check reports a bad value at the next synchronisation, as crossEntropy's targets.
-        if (indices.numel() > 0 && (classes == -1 || indices.device().isCpu())) {
-            long min;
-            long max;
-            try (var g = Grad.noGrad(); Tensor lo = indices.min(); Tensor hi = indices.max()) {
-                min = lo.itemLong();
-                max = hi.itemLong();
-            }
-            if (min < 0) throw new IllegalArgumentException(op + ": class values must be non-negative, got " + min);
-            if (classes == -1) classes = max + 1;
-            if (max >= classes) {
-                throw new IllegalArgumentException(op + ": class values must be smaller than num_classes (" + classes + "), got " + max);
-            }
-        } else if (indices.numel() == 0 && classes == -1) {
-            throw new IllegalArgumentException(op + ": can not infer total number of classes from empty tensor");
-        }
-        long n = classes;
-        return IndexErrorContext.run(op + ": class values must be in [0, " + classes + "): ",
-                () -> Dispatcher.call(IndexingOps.ONE_HOT, new Tensor[] {indices}, n));
+        return org.jtorch.ops.Indexing.oneHot(indices, numClasses);
     }
 
     /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */

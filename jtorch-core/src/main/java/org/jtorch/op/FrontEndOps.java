@@ -7,7 +7,7 @@ import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max pooling and adaptive average pooling in 3-d, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max, average and adaptive average pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -161,9 +161,57 @@ public final class FrontEndOps {
                     new Param("padding", "int[3]", "0"), new Param("dilation", "int[3]", "1"), new Param("ceil_mode", "bool", "False"))
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.maxPool3d` (separable: two passes of the 2-d kernels)").build();
+    /**
+     * Separable, as {@link #MAX_POOL3D}: two passes of the declared 2-d average pool ({@code ops.Pooling3d}), each dividing by
+     * its dimensions' share of the window (with {@code divisor_override}, sums divided once). A missing divisor is traced as 0.
+     */
+    public static final OpDef AVG_POOL3D = OpDef.frontEnd("avg_pool3d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("kernel_size", "int[3]", null), new Param("stride", "int[3]", "[]"),
+                    new Param("padding", "int[3]", "0"), new Param("ceil_mode", "bool", "False"), new Param("count_include_pad", "bool", "True"),
+                    new Param("divisor_override", "int?", "None"))
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
+            .doc("`ops.Pooling3d.avgPool3d` (separable: two passes of the 2-d kernels)").build();
+    /**
+     * PyTorch's signature: the output volume resolved ({@code F.max_unpool3d}'s kernel size and default output size are
+     * the functional's), stride and padding as given. A scatter of the values into zero volumes.
+     */
+    public static final OpDef MAX_UNPOOL3D = OpDef.frontEnd("max_unpool3d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, Param.tensor("indices"), new Param("output_size", "SymInt[3]", null), new Param("stride", "int[3]", null),
+                    new Param("padding", "int[3]", null))
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
+            .doc("`ops.Pooling3d.maxUnpool3d` (a scatter of the values to their recorded positions)").build();
     public static final OpDef ADAPTIVE_AVG_POOL3D = OpDef.frontEnd("adaptive_avg_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, new Param("output_size", "SymInt[3]", null))
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.adaptiveAvgPool3d` (separable: two passes of the 2-d kernels)").build();
+
+    /**
+     * {@code F.pad}'s non-constant modes, one op per mode and padded rank as PyTorch's ({@code padding}: PyTorch's pairs
+     * from the last dimension backwards; a negative pad crops). Each is a gather along each padded dimension ({@code
+     * ops.Padding}), so its gradient is the gather's index-add. float32 under CPU autocast where PyTorch 1.13's CPU list
+     * has the op (reflection 1-d and 2-d, replication 1-d to 3-d).
+     */
+    public static final OpDef REFLECTION_PAD1D = pad("reflection_pad1d", 2, true);
+    public static final OpDef REFLECTION_PAD2D = pad("reflection_pad2d", 4, true);
+    public static final OpDef REFLECTION_PAD3D = pad("reflection_pad3d", 6, false);
+    public static final OpDef REPLICATION_PAD1D = pad("replication_pad1d", 2, true);
+    public static final OpDef REPLICATION_PAD2D = pad("replication_pad2d", 4, true);
+    public static final OpDef REPLICATION_PAD3D = pad("replication_pad3d", 6, true);
+    /** {@code F.pad(mode="circular")}: crops first, then wraps around the cropped extent (PyTorch's {@code _pad_circular}). */
+    public static final OpDef PAD_CIRCULAR = OpDef.frontEnd("_pad_circular", true).rule(SAME).signature(SELF, new Param("pad", "SymInt[]", null))
+            .doc("`ops.Padding.pad` (a gather along each padded dimension)").build();
+
+    private static OpDef pad(String name, int pads, boolean fp32OnCpu) {
+        OpDef.Builder b = OpDef.frontEnd(name, true).rule(SAME).signature(SELF, new Param("padding", "SymInt[" + pads + "]", null))
+                .doc("`ops.Padding.pad` (a gather along each padded dimension)");
+        return (fp32OnCpu ? b.autocast(Device.Type.CPU, CastPolicy.FP32) : b).build();
+    }
+
+    /** {@code (*, C r^2, H, W) -> (*, C, H r, W r)}: a reshape, a permute and a reshape (a copy), so the gradient is theirs. */
+    public static final OpDef PIXEL_SHUFFLE = OpDef.frontEnd("pixel_shuffle", true).rule(SAME)
+            .signature(SELF, new Param("upscale_factor", "int", null)).doc("`ops.Resampling.pixelShuffle` (reshape, permute, reshape)").build();
+    /** {@code (*, C, H r, W r) -> (*, C r^2, H, W)}, {@link #PIXEL_SHUFFLE}'s inverse. */
+    public static final OpDef PIXEL_UNSHUFFLE = OpDef.frontEnd("pixel_unshuffle", true).rule(SAME)
+            .signature(SELF, new Param("downscale_factor", "int", null)).doc("`ops.Resampling.pixelUnshuffle` (reshape, permute, reshape)").build();
 
 }

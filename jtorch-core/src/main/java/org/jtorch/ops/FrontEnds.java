@@ -180,6 +180,16 @@ public final class FrontEnds {
             return Pooling3d.maxPool3d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
         }
         if (op == FrontEndOps.ADAPTIVE_AVG_POOL3D) return Pooling3d.adaptiveAvgPool3d(in[0], longs(args));
+        if (op == FrontEndOps.AVG_POOL3D) {
+            Lists l = new Lists(args);
+            int[] kernel = l.next(), stride = l.next(), padding = l.next();
+            double[] rest = l.rest();
+            return Pooling3d.avgPool3d(in[0], kernel, stride, padding, rest[0] != 0, rest[1] != 0, rest[2] == 0 ? null : (long) rest[2]);
+        }
+        if (op == FrontEndOps.MAX_UNPOOL3D) return Pooling3d.maxUnpool3d(in[0], in[1], longs(java.util.Arrays.copyOfRange(args, 0, 3)));
+        if (Padding.modeOf(op) != null) return Padding.padAs(op, in[0], longs(args));
+        if (op == FrontEndOps.PIXEL_SHUFFLE) return Resampling.pixelShuffle(in[0], (int) args[0]);
+        if (op == FrontEndOps.PIXEL_UNSHUFFLE) return Resampling.pixelUnshuffle(in[0], (int) args[0]);
         throw new IllegalStateException(op.name() + " has no front end to call");
     }
 

@@ -12,6 +12,7 @@ import java.util.List;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.types.Arguments;
 import org.jtorch.types.DType;
 
@@ -39,6 +40,43 @@ public final class Indexing {
     private Indexing() {}
 
     // ---------------------------------------------------------------- index_select / gather
+
+    /**
+     * {@code F.one_hot}: the checks PyTorch's {@code one_hot} makes (int64 indices, a class count positive or -1, every
+     * class in range: read on the host where the count is inferred, or on the CPU), then the declared op
+     * ({@link IndexingOps#ONE_HOT}).
+     */
+    public static Tensor oneHot(Tensor indices, long numClasses) {
+        String op = "one_hot";
+        Arguments.nonNull(op, "indices", indices);
+        if (indices.dtype() != DType.INT64) {
+            throw new IllegalArgumentException(op + ": one_hot is only applicable to index tensor (int64), got " + indices.dtype());
+        }
+        if (numClasses < -1 || numClasses == 0 && indices.numel() > 0) {
+            throw new IllegalArgumentException(op + ": num_classes should be positive or -1, got " + numClasses);
+        }
+        long classes = numClasses;
+        // Only an inferred class count is read on the host. With a given count, off the CPU, the scatter's
+        // deferred index check reports a bad value at the next synchronisation, as crossEntropy's targets.
+        if (indices.numel() > 0 && (classes == -1 || indices.device().isCpu())) {
+            long min;
+            long max;
+            try (var g = Grad.noGrad(); Tensor lo = indices.min(); Tensor hi = indices.max()) {
+                min = lo.itemLong();
+                max = hi.itemLong();
+            }
+            if (min < 0) throw new IllegalArgumentException(op + ": class values must be non-negative, got " + min);
+            if (classes == -1) classes = max + 1;
+            if (max >= classes) {
+                throw new IllegalArgumentException(op + ": class values must be smaller than num_classes (" + classes + "), got " + max);
+            }
+        } else if (indices.numel() == 0 && classes == -1) {
+            throw new IllegalArgumentException(op + ": can not infer total number of classes from empty tensor");
+        }
+        long n = classes;
+        return IndexErrorContext.run(op + ": class values must be in [0, " + classes + "): ",
+                () -> Dispatcher.call(IndexingOps.ONE_HOT, new Tensor[] {indices}, n));
+    }
 
     /** {@code self.index_select(dim, index)}: {@code index} is a vector (or 0-d) of int32 or int64 ({@link IndexingOps#INDEX_SELECT}). */
     public static Tensor indexSelect(Tensor self, int dim, Tensor index) {

@@ -1,6 +1,8 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.JoiningOps;
+import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import org.jtorch.Tensor;
@@ -15,7 +17,9 @@ import org.jtorch.memory.MemoryScope;
  * channel) dimensions, and also crop on negative pads.
  *
  * <p>The non-constant modes are gathers along each padded dimension ({@code indexSelect} with the mode's source
- * index), so their gradient is the index-add of the primitive. Constant padding is the declared op {@code constant_pad_nd}
+ * index), so their gradient is the index-add of the primitive; each mode and padded rank is a declared op as PyTorch's
+ * ({@code reflection_pad1d} ... {@code replication_pad3d}, {@code _pad_circular}: {@link #declared}), autocast by its
+ * policy and traced as one op. Constant padding is the declared op {@code constant_pad_nd}
  * ({@link JoiningOps#CONSTANT_PAD_ND}), whose gradient is the constant padding of the gradient with negated pads.
  */
 public final class Padding {
@@ -83,9 +87,58 @@ public final class Padding {
                         + " of input " + Shapes.format(shape) + " needs a non-empty input, crop and output");
             }
         }
+        long[] given = pads.clone();
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(declared(mode, k), new Tensor[] {x}, FrontEnds.args(given), t -> gathered(t[0], given, mode));
+        }
+        return gathered(x, given, mode);
+    }
+
+    /** The declared op of a non-constant mode padding {@code k} dimensions ({@code reflection_pad2d}, {@code _pad_circular}, ...). */
+    static OpDef declared(Mode mode, int k) {
+        return switch (mode) {
+            case REFLECT -> k == 1 ? FrontEndOps.REFLECTION_PAD1D : k == 2 ? FrontEndOps.REFLECTION_PAD2D : FrontEndOps.REFLECTION_PAD3D;
+            case REPLICATE -> k == 1 ? FrontEndOps.REPLICATION_PAD1D : k == 2 ? FrontEndOps.REPLICATION_PAD2D : FrontEndOps.REPLICATION_PAD3D;
+            case CIRCULAR -> FrontEndOps.PAD_CIRCULAR;
+            case CONSTANT -> JoiningOps.CONSTANT_PAD_ND;
+        };
+    }
+
+    /**
+     * {@code op}, a non-constant mode's declared op, called from its arguments ({@code Dispatcher.call}, the JIT's replay):
+     * pads of the op's rank only ({@code _pad_circular}: 1 to 3 pairs).
+     */
+    static Tensor padAs(OpDef op, Tensor x, long[] pads) {
+        Mode mode = modeOf(op);
+        int pairs = pads.length / 2;
+        if (pads.length % 2 != 0 || pairs < 1 || pairs > 3 || declared(mode, pairs) != op) {
+            String expected = mode == Mode.CIRCULAR ? "2, 4 or 6" : String.valueOf(2 * rank(op, mode));
+            throw new IllegalArgumentException(op.pyName() + ": expected " + expected + " padding values, got " + Arrays.toString(pads)
+                    + " for input of shape " + Shapes.format(x.shape()) + " (" + x.dtype() + ", " + x.device() + ")");
+        }
+        return pad(x, pads, mode, 0);
+    }
+
+    private static int rank(OpDef op, Mode mode) {
+        int k = 1;
+        while (declared(mode, k) != op) k++;
+        return k;
+    }
+
+    /** The non-constant mode whose op {@code op} is ({@link #declared}), or null for another op. */
+    static Mode modeOf(OpDef op) {
+        for (Mode mode : new Mode[] {Mode.REFLECT, Mode.REPLICATE, Mode.CIRCULAR}) {
+            for (int k = 1; k <= 3; k++) if (declared(mode, k) == op) return mode;
+        }
+        return null;
+    }
+
+    /** The non-constant modes, checked: one gather along each padded dimension. */
+    private static Tensor gathered(Tensor x, long[] pads, Mode mode) {
+        long[] shape = x.shape();
         return MemoryScope.run(() -> {
             Tensor cur = x;
-            for (int i = 0; i < k; i++) {
+            for (int i = 0; i < pads.length / 2; i++) {
                 int d = x.dim() - 1 - i;
                 Tensor src = sourceIndex(mode, shape[d], pads[2 * i], pads[2 * i + 1]);
                 cur = cur.indexSelect(d, src.to(x.device()));

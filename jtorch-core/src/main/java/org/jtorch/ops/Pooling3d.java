@@ -83,6 +83,16 @@ public final class Pooling3d {
      */
     public static Tensor avgPool3d(Tensor x, int[] kernel, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad,
                                    Long divisorOverride) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.AVG_POOL3D, new Tensor[] {x}, FrontEnds.lists(new int[][] {kernel, stride, padding},
+                            ceilMode ? 1 : 0, countIncludePad ? 1 : 0, divisorOverride == null ? 0 : divisorOverride),
+                    t -> averaged(t[0], kernel, stride, padding, ceilMode, countIncludePad, divisorOverride));
+        }
+        return averaged(x, kernel, stride, padding, ceilMode, countIncludePad, divisorOverride);
+    }
+
+    private static Tensor averaged(Tensor x, int[] kernel, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad,
+                                   Long divisorOverride) {
         String op = "avgPool3d";
         if (divisorOverride != null && divisorOverride <= 0) {
             throw new IllegalArgumentException(op + ": divisor must be not zero (and positive), got " + divisorOverride);
@@ -164,14 +174,7 @@ public final class Pooling3d {
      */
     public static Tensor maxUnpool3d(Tensor x, Tensor indices, int[] kernel, int[] stride, int[] padding, long[] outputSize) {
         String op = "maxUnpool3d";
-        checkRank(op, x, false);
-        if (indices.dtype() != DType.INT64) {
-            throw new IllegalArgumentException(op + ": expected indices of dtype int64, got " + indices.dtype());
-        }
-        if (!Arrays.equals(x.shape(), indices.shape())) {
-            throw new IllegalArgumentException(op + ": expected input and indices of the same shape, got " + Shapes.format(x.shape())
-                    + " and " + Shapes.format(indices.shape()));
-        }
+        checkUnpoolOperands(x, indices);
         int[] k = triple(op, "kernel_size", kernel, null);
         int[] s = triple(op, "stride", stride, k);
         int[] p = triple(op, "padding", padding, new int[] {0, 0, 0});
@@ -194,9 +197,42 @@ public final class Pooling3d {
                 }
             }
         }
+        if (Dispatcher.wrapsFrontEnds()) {
+            double[] args = new double[9];
+            for (int i = 0; i < 3; i++) {
+                args[i] = out[i];
+                args[3 + i] = s[i];
+                args[6 + i] = p[i];
+            }
+            return Dispatcher.frontEnd(FrontEndOps.MAX_UNPOOL3D, new Tensor[] {x, indices}, args, t -> maxUnpool3d(t[0], t[1], out));
+        }
+        return maxUnpool3d(x, indices, out);
+    }
+
+    /** Indices of the values' shape and int64, the values a 4-d or 5-d volume, both on one device. */
+    private static void checkUnpoolOperands(Tensor x, Tensor indices) {
+        String op = "maxUnpool3d";
+        Dispatcher.sameDevice(FrontEndOps.MAX_UNPOOL3D, x, indices);
+        checkRank(op, x, false);
+        if (indices.dtype() != DType.INT64) {
+            throw new IllegalArgumentException(op + ": expected indices of dtype int64, got " + indices.dtype());
+        }
+        if (!Arrays.equals(x.shape(), indices.shape())) {
+            throw new IllegalArgumentException(op + ": expected input and indices of the same shape, got " + Shapes.format(x.shape())
+                    + " and " + Shapes.format(indices.shape()));
+        }
+    }
+
+    /** {@code max_unpool3d} into volumes of {@code out} (3 sizes): PyTorch's op, which takes the output size resolved. */
+    static Tensor maxUnpool3d(Tensor x, Tensor indices, long[] out) {
+        String op = "maxUnpool3d";
+        checkUnpoolOperands(x, indices);
+        if (out.length != 3) throw new IllegalArgumentException(op + ": output_size must have 3 sizes, got " + Arrays.toString(out));
         for (long o : out) {
             if (o <= 0) throw new IllegalArgumentException(op + ": the output volume " + Arrays.toString(out) + " must be positive");
         }
+        long[] shape = x.shape();
+        int r = shape.length;
         long[] outShape = shape.clone();
         System.arraycopy(out, 0, outShape, r - 3, 3);
         long volume = out[0] * out[1] * out[2];

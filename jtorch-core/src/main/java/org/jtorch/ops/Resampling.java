@@ -5,6 +5,7 @@ import java.util.Arrays;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.types.DType;
 import org.jtorch.types.Device;
 
@@ -281,6 +282,14 @@ public final class Resampling {
 
     /** {@code pixel_shuffle}: {@code (*, C r^2, H, W) -> (*, C, H r, W r)}. */
     public static Tensor pixelShuffle(Tensor x, int upscaleFactor) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.PIXEL_SHUFFLE, new Tensor[] {x}, FrontEnds.args(upscaleFactor),
+                    t -> shuffled(t[0], upscaleFactor));
+        }
+        return shuffled(x, upscaleFactor);
+    }
+
+    private static Tensor shuffled(Tensor x, int upscaleFactor) {
         String op = "pixelShuffle";
         x.checkOpen(op);
         if (x.dim() < 3) {
@@ -310,6 +319,14 @@ public final class Resampling {
 
     /** {@code pixel_unshuffle}: {@code (*, C, H r, W r) -> (*, C r^2, H, W)}. */
     public static Tensor pixelUnshuffle(Tensor x, int downscaleFactor) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.PIXEL_UNSHUFFLE, new Tensor[] {x}, FrontEnds.args(downscaleFactor),
+                    t -> unshuffled(t[0], downscaleFactor));
+        }
+        return unshuffled(x, downscaleFactor);
+    }
+
+    private static Tensor unshuffled(Tensor x, int downscaleFactor) {
         String op = "pixelUnshuffle";
         x.checkOpen(op);
         if (x.dim() < 3) {

@@ -105,6 +105,13 @@ class AutocastConformanceTest {
                     : F.conv3d(x[0], x[1], F.Conv.options().padding("same").groups(2));
             case "conv_transpose3d" -> F.convTranspose3d(x[0], x[1], F.ConvTranspose.options().bias(x[2]).stride(2));
             case "conv_transpose1d" -> F.convTranspose1d(x[0], x[1], F.ConvTranspose.options().bias(x[2]).stride(2).padding(1));
+            case "reflection_pad1d", "reflection_pad2d", "reflection_pad3d" -> F.pad(x[0], c.longsArg("pad"), "reflect");
+            case "replication_pad1d", "replication_pad2d", "replication_pad3d" -> F.pad(x[0], c.longsArg("pad"), "replicate");
+            case "_pad_circular" -> F.pad(x[0], c.longsArg("pad"), "circular");
+            case "avg_pool3d" -> F.avgPool3d(x[0], 2, F.AvgPool.options().stride(1).padding(1).countIncludePad(false));
+            case "max_unpool3d" -> F.maxUnpool3d(x[0], x[1], new int[] {2}, null, new int[] {0}, null);
+            case "pixel_shuffle" -> F.pixelShuffle(x[0], (int) c.longArg("factor", 0));
+            case "pixel_unshuffle" -> F.pixelUnshuffle(x[0], (int) c.longArg("factor", 0));
             default -> throw new IllegalArgumentException("no runner for " + op);
         };
     }
