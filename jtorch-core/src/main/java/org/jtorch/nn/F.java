@@ -11,6 +11,7 @@ import org.jtorch.op.IndexingOps;
 import org.jtorch.op.LossOps;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.ops.Indexing;
 import org.jtorch.op.RandomOps;
 import org.jtorch.ops.Losses;
 import org.jtorch.ops.Padding;
@@ -177,7 +178,7 @@ public final class F {
      * {@code numClasses} -1 takes the largest index plus one (read on the host).
      */
     public static Tensor oneHot(Tensor indices, long numClasses) {
-        return org.jtorch.ops.Indexing.oneHot(indices, numClasses);
+        return Indexing.oneHot(indices, numClasses);
     }
 
     /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */
