@@ -68,6 +68,30 @@ class BatchNormRunningStatsBitsTest {
     }
 
     @Test
+    void theJitsStatisticsFromAnEpilogueMoveTheRunningStatisticsWithTheFormulasBits() {
+        Random random = new Random(5);
+        Generator gen = new Generator(34);
+        for (int trial = 0; trial < 60; trial++) {
+            DType dtype = trial % 3 == 2 ? DType.FLOAT64 : DType.FLOAT32;
+            long c = 1 + random.nextInt(70), count = 2 + random.nextInt(500);
+            double momentum = trial % 5 == 0 ? 1.0 / (1 + random.nextInt(9)) : random.nextDouble();
+            double eps = EPS[random.nextInt(EPS.length)];
+            Tensor mean = Torch.randn(new long[] {c}, dtype, Device.cpu(), gen).to(DEVICE);
+            Tensor var = Torch.rand(new long[] {c}, dtype, Device.cpu(), gen).mul(4).to(DEVICE);
+            Tensor rm = Torch.randn(new long[] {c}, dtype, Device.cpu(), gen).to(DEVICE);
+            Tensor rv = Torch.rand(new long[] {c}, dtype, Device.cpu(), gen).add(0.5).to(DEVICE);
+            Tensor expectedMean = rm.clone().mul_(1 - momentum).add_(mean, momentum);
+            Tensor expectedVar = rv.clone().mul_(1 - momentum).add_(var, momentum * ((double) count / (count - 1)));
+            Tensor expectedInvstd = var.to(DType.FLOAT64).add(eps).rsqrt().to(dtype);
+            Tensor[] r = Normalization.batchNormStatistics(mean, var, count, rm, rv, momentum, eps);
+            String what = "[" + c + "] " + dtype + " over " + count + ", momentum " + momentum + ", eps " + eps;
+            assertSameBits(expectedInvstd, r[1], "invstd of " + what);
+            assertSameBits(expectedMean, rm, "running_mean of " + what);
+            assertSameBits(expectedVar, rv, "running_var of " + what);
+        }
+    }
+
+    @Test
     void aModuleWithoutMomentumTakesTheCumulativeAverageWithTheFormulasBits() {
         Random random = new Random(7);
         Generator gen = new Generator(32);
