@@ -808,6 +808,18 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public boolean batchNormUpdateStats(StridedView mean, StridedView var, StridedView runningMean, StridedView runningVar,
+                                            double momentum, double meanAlpha, double varAlpha, double eps, StridedView invstd) {
+            StridedView[] operands = {mean, var, runningMean, runningVar, invstd};
+            hold("native_batch_norm", operands);
+            try {
+                return k.batchNormUpdateStats(mean, var, runningMean, runningVar, momentum, meanAlpha, varAlpha, eps, invstd);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
         public boolean batchNormReluBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
                                              StridedView invstd, StridedView weight, StridedView bias, StridedView gradInput,
                                              StridedView gradWeight, StridedView gradBias) {

@@ -28,6 +28,20 @@ public interface NormalizationKernels {
         return false;
     }
 
+    /**
+     * Batch norm's per-channel step between its statistics and its normalising pass, as one kernel: each running statistic
+     * (null: none) moved towards the batch's, {@code running = running * (1 - momentum) + alpha * batch} with {@code alpha}
+     * {@code meanAlpha} for {@code runningMean} from {@code mean} and {@code varAlpha} for {@code runningVar} from {@code var},
+     * then {@code invstd = 1 / sqrt(var + eps)} computed in float64 and rounded once, with the bits of
+     * {@link NormalizationOpKernels}' composition of the backend's {@code mul}, {@code add}, {@code copy} and {@code rsqrt}
+     * kernels. Returns false, having done nothing, where this backend has no such kernel for these operands (then the
+     * caller composes it).
+     */
+    default boolean batchNormUpdateStats(StridedView mean, StridedView var, StridedView runningMean, StridedView runningVar,
+                                         double momentum, double meanAlpha, double varAlpha, double eps, StridedView invstd) {
+        return false;
+    }
+
     /** {@code out = (x - mean[ch]) * invstd[ch] * weight[ch] + bias[ch]}; {@code out} is contiguous like {@code x}. */
     void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
                         StridedView bias, StridedView out);

@@ -13,7 +13,9 @@ import org.jtorch.types.Device;
  * from its {@link NormalizationKernels} over a contiguous input ({@code [n, c, s]}). The running statistics are updated
  * with the backend's own {@code mul} and {@code add} kernels, as {@code running.mul_(1 - momentum).add_(batch, momentum)}
  * computes them, and {@code 1 / sqrt(var + eps)} in float64 by its {@code add} and {@code rsqrt} kernels, rounded once:
- * the results are those of the tensor ops they replace, bit for bit.
+ * the results are those of the tensor ops they replace, bit for bit. A backend may compute batch norm's running statistics
+ * and {@code invstd} in one kernel of its own with those bits ({@link NormalizationKernels#batchNormUpdateStats}: the
+ * CPU's host loop, nine small kernel calls fewer a call).
  */
 public final class NormalizationOpKernels {
     private NormalizationOpKernels() {}
@@ -30,18 +32,25 @@ public final class NormalizationOpKernels {
             try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
                 StridedView x = scratch.operand(in[0], in[0].dtype(), in[0].shape());
                 StridedView var = scratch.allocate(out.device(), new long[] {c}, mean.dtype());
+                StridedView runningMean = null, runningVar = null;
+                double momentum = 0, varAlpha = 0;
                 if (g[TRAINING] != 0) {
                     k.batchNormStats(x, n, c, s, mean, var);
-                    double momentum = g[MOMENTUM];
+                    runningMean = in[3];
+                    runningVar = in[4];
+                    momentum = g[MOMENTUM];
                     long count = n * s;
                     double unbias = count > 1 ? (double) count / (count - 1) : Double.NaN;
-                    if (in[3] != null) moveTowards(backend, scratch, in[3], mean, momentum, momentum);
-                    if (in[4] != null) moveTowards(backend, scratch, in[4], var, momentum, momentum * unbias);
+                    varAlpha = momentum * unbias;
                 } else {
                     backend.copy(in[3], mean);
                     backend.copy(in[4], var);
                 }
-                inverseStd(backend, scratch, var, g[EPS], inv);
+                if (!k.batchNormUpdateStats(mean, var, runningMean, runningVar, momentum, momentum, varAlpha, g[EPS], inv)) {
+                    if (runningMean != null) moveTowards(backend, scratch, runningMean, mean, momentum, momentum);
+                    if (runningVar != null) moveTowards(backend, scratch, runningVar, var, momentum, varAlpha);
+                    inverseStd(backend, scratch, var, g[EPS], inv);
+                }
                 k.batchNormApply(x, n, c, s, mean, inv, in[1], in[2], out);
             }
         });

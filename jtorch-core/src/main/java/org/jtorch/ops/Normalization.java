@@ -8,8 +8,10 @@ import java.util.List;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.backend.Backends;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The normalisation family, as {@code torch.nn.functional}: {@code batchNorm} (the declared
@@ -108,12 +110,35 @@ public final class Normalization {
      */
     public static Tensor[] batchNormStatistics(Tensor mean, Tensor var, long count, Tensor runningMean, Tensor runningVar,
                                                double momentum, double eps) {
+        double varAlpha = momentum * (count > 1 ? (double) count / (count - 1) : Double.NaN);
+        Tensor inv = updateStatsInOneKernel(mean, var, runningMean, runningVar, momentum, varAlpha, eps);
+        if (inv != null) return new Tensor[] {mean, inv};
         if (runningMean != null) runningMean.mul_(1 - momentum).add_(mean, momentum);
-        if (runningVar != null) {
-            double unbias = count > 1 ? (double) count / (count - 1) : Double.NaN;
-            runningVar.mul_(1 - momentum).add_(var, momentum * unbias);
-        }
+        if (runningVar != null) runningVar.mul_(1 - momentum).add_(var, varAlpha);
         return new Tensor[] {mean, invstd(var, eps)};
+    }
+
+    /**
+     * The running statistics moved and {@code invstd} computed by the backend's one kernel
+     * ({@code NormalizationKernels.batchNormUpdateStats}, the bits of the tensor ops), four dispatched ops and a host
+     * round trip fewer; null, having done nothing, where it has none for these operands or they are not all on one device
+     * (then the tensor ops run, and name any mismatch).
+     */
+    private static Tensor updateStatsInOneKernel(Tensor mean, Tensor var, Tensor runningMean, Tensor runningVar, double momentum,
+                                                 double varAlpha, double eps) {
+        Device device = var.device();
+        for (Tensor t : new Tensor[] {mean, runningMean, runningVar}) {
+            if (t != null && !t.device().equals(device)) return null;
+        }
+        Tensor inv = Tensor.empty(var.shape(), var.dtype(), device);
+        if (!Backends.of(device).normalization().batchNormUpdateStats(Dispatcher.view(mean), Dispatcher.view(var),
+                Dispatcher.view(runningMean), Dispatcher.view(runningVar), momentum, momentum, varAlpha, eps, Dispatcher.view(inv))) {
+            inv.close();
+            return null;
+        }
+        if (runningMean != null) runningMean.bumpVersion();
+        if (runningVar != null) runningVar.bumpVersion();
+        return inv;
     }
 
     // ------------------------------------------------------------------ instance, group and local response norm
