@@ -192,7 +192,7 @@ final class WinogradF32 {
         final float[] block = new float[16 * 16];
         /**
          * The output pixels of one tile row, channels-last: {@code strip[(r * ow + x) * cout + c]}, r < 2 or 4, and 16
-         * pixels more, which {@link #stripToPlanes} may read past a row's last pixel; native like the tensors ({@link
+         * pixels more, which {@link #stripTailToPlanes} may read past a row's last pixel; native like the tensors ({@link
          * Gemm#transposeBlock16} reads it).
          */
         MemorySegment strip = MemorySegment.NULL;
@@ -651,8 +651,9 @@ final class WinogradF32 {
      * slot0 + ti} of each {@code M_e}) into the NCHW image at byte {@code image} of {@code out}: each tile row's pixels
      * gathered channels-last in the thread's strip ({@link #outputTile}, {@link #outputTile2x2}), then transposed 16
      * pixels by 16 channels at a time into the channel planes, whole vectors a store (a tile's 2x2 pixels stored one float
-     * at a time cost as much as its products; F(4x4, 3x3)'s 4-pixel rows, 64 stores of 16 bytes a tile and 16 channels,
-     * a fifth of its call at 16-32 channels).
+     * at a time cost as much as its products; F(4x4, 3x3)'s tiles stored as 4-pixel rows, 64 stores of 16 bytes a tile and
+     * 16 channels, ran 4-14% slower at ResNet-20's and ConvBench's shapes: docs/BENCHMARKS.md, issue 22, twenty-first
+     * session).
      */
     private static void outputTiles(Work wk, int mt, int cout, int oh, int ow, int tW, int t0, int t1, int slot0, float[] bias,
                                     MemorySegment out, long image) {
