@@ -6,7 +6,6 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.backend.ConvolutionKernels;
@@ -192,11 +191,10 @@ final class WinogradF32 {
         final float[] half = new float[36 * 16];
         final float[] block = new float[16 * 16];
         /**
-         * One register tile: 8 products by 32 channels, or one tile's 16 output pixels by 16 channels; native like the
-         * tensors ({@link Gemm#transposeBlock16} reads both).
+         * The output pixels of one tile row, channels-last: {@code strip[(r * ow + x) * cout + c]}, r < 2 or 4, and 16
+         * pixels more, which {@link #stripTailToPlanes} may read past a row's last pixel; native like the tensors ({@link
+         * Gemm#transposeBlock16} reads it).
          */
-        final MemorySegment pixels = Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64);
-        /** F(2x2, 3x3)'s output pixels of one tile row, channels-last: {@code strip[(r * ow + x) * cout + c]}, r < 2. */
         MemorySegment strip = MemorySegment.NULL;
     }
 
@@ -239,9 +237,8 @@ final class WinogradF32 {
             wk.v = ConvF32.grow(wk.v, elements * TB * cin);
             wk.m = ConvF32.grow(wk.m, elements * TB * cout);
             wk.image = ConvF32.grow(wk.image, hp * wpad * cin);
-            if (twoByTwo && wk.strip.byteSize() < 2L * ow * cout * Float.BYTES) {
-                wk.strip = Arena.ofAuto().allocate(2L * ow * cout * Float.BYTES, 64);
-            }
+            long stripBytes = ((long) mt * ow + 16) * cout * Float.BYTES;
+            if (wk.strip.byteSize() < stripBytes) wk.strip = Arena.ofAuto().allocate(stripBytes, 64);
             long padded = -1;
             for (long b = b0; b < b1; b++) {
                 long first, end;
@@ -273,10 +270,7 @@ final class WinogradF32 {
                     long n = t / tiles;
                     int t0 = (int) (t - n * tiles), t1 = (int) Math.min(tiles, end - n * tiles);
                     long image = (oOff + n * outImage) * Float.BYTES;
-                    if (twoByTwo) outputTiles2x2(wk, cout, oh, ow, tW, t0, t1, (int) (n * tiles - first), bv, out, image);
-                    else {
-                        for (int ti = t0; ti < t1; ti++) outputTile(wk, cout, oh, ow, ti / tW, ti % tW, (int) (n * tiles + ti - first), bv, out, image);
-                    }
+                    outputTiles(wk, mt, cout, oh, ow, tW, t0, t1, (int) (n * tiles - first), bv, out, image);
                     if (epilogue != null) epilogueOverTiles(epilogue, n, cout, oh, ow, tW, mt, t0, t1);
                     t = n * tiles + t1;
                 }
@@ -636,49 +630,40 @@ final class WinogradF32 {
     }
 
     /**
-     * {@code A^T M A + bias} of tile (ty, tx), its products in row {@code slot} of each {@code M_e}, into the NCHW
-     * image at byte {@code image} of {@code out}: 16 channels at a time, the 16 pixels by 16 channels transposed
-     * in registers, then four 4-pixel rows per channel (fewer at the image's bottom and right edges).
+     * {@code A^T M A + bias} of tile (ty, tx), its products in row {@code slot} of each {@code M_e}: its pixels inside
+     * the image into the strip, 16 channels at a time.
      */
-    private static void outputTile(Work wk, int cout, int oh, int ow, int ty, int tx, int slot, float[] bias, MemorySegment out,
-                                   long image) {
-        float[] m = wk.m, half = wk.half, block = wk.block;
+    private static void outputTile(Work wk, int cout, int oh, int ow, int ty, int tx, int slot, float[] bias) {
+        float[] m = wk.m, half = wk.half;
         int rows = Math.min(4, oh - 4 * ty), cols = Math.min(4, ow - 4 * tx);
-        VectorMask<Float> inRow = F4.indexInRange(0, cols);
-        long planeBytes = (long) oh * ow * Float.BYTES;
-        long at = image + ((long) 4 * ty * ow + 4 * tx) * Float.BYTES;
+        long pixelBytes = (long) cout * Float.BYTES;
         for (int c0 = 0; c0 < cout; c0 += 16) {
             // Columns first: half[(i * 6 + j) * 16] = (A^T M)[i][j], i < 4.
             for (int j = 0; j < 6; j++) outputTransform(m, (j * TB + slot) * cout + c0, 6 * TB * cout, half, j * 16, 6 * 16);
             FloatVector b = FloatVector.fromArray(FS, bias, c0);
-            for (int i = 0; i < 4; i++) outputRow(half, i * 96, b, wk.pixels, i * 4 * 64);
-            Gemm.transposeBlock16(wk.pixels, 0, 16 * Float.BYTES, block, 0, 16);
-            for (int c = 0; c < 16; c++) {
-                long plane = at + (c0 + c) * planeBytes;
-                for (int i = 0; i < rows; i++) {
-                    FloatVector r = FloatVector.fromArray(F4, block, c * 16 + i * 4);
-                    // Masked stores are slow on Zen 4: whole 4-pixel rows (every tile of 8 and 16 px maps) store plainly.
-                    if (cols == 4) r.intoMemorySegment(out, plane + (long) i * ow * Float.BYTES, NO);
-                    else r.intoMemorySegment(out, plane + (long) i * ow * Float.BYTES, NO, inRow);
-                }
-            }
+            long at = 4L * tx * pixelBytes + (long) c0 * Float.BYTES;
+            for (int i = 0; i < rows; i++) outputRow(half, i * 96, b, wk.strip, at + i * ow * pixelBytes, pixelBytes, cols);
         }
     }
 
     /**
-     * F(2x2, 3x3)'s output of tiles {@code [t0, t1)} of one image (their products in rows {@code slot0 + ti} of each
-     * {@code M_e}) into the NCHW image at byte {@code image} of {@code out}: each tile row's pixels gathered
-     * channels-last in the thread's strip ({@link #outputTile2x2}), then transposed 16 pixels by 16 channels at a time
-     * into the channel planes (a tile's 2x2 pixels stored one float at a time cost as much as its products).
+     * The output of tiles {@code [t0, t1)} of one image ({@code mt x mt} pixels each, their products in rows {@code
+     * slot0 + ti} of each {@code M_e}) into the NCHW image at byte {@code image} of {@code out}: each tile row's pixels
+     * gathered channels-last in the thread's strip ({@link #outputTile}, {@link #outputTile2x2}), then transposed 16
+     * pixels by 16 channels at a time into the channel planes, whole vectors a store (a tile's 2x2 pixels stored one float
+     * at a time cost as much as its products; F(4x4, 3x3)'s tiles stored as 4-pixel rows, 64 stores of 16 bytes a tile and
+     * 16 channels, ran 4-14% slower at ResNet-20's and ConvBench's shapes: docs/BENCHMARKS.md, issue 22, twenty-first
+     * session).
      */
-    private static void outputTiles2x2(Work wk, int cout, int oh, int ow, int tW, int t0, int t1, int slot0, float[] bias,
-                                       MemorySegment out, long image) {
+    private static void outputTiles(Work wk, int mt, int cout, int oh, int ow, int tW, int t0, int t1, int slot0, float[] bias,
+                                    MemorySegment out, long image) {
         int rowStart = t0;
         for (int ti = t0; ti < t1; ti++) {
             int ty = ti / tW, tx = ti % tW;
-            outputTile2x2(wk, cout, oh, ow, ty, tx, slot0 + ti, bias);
+            if (mt == 2) outputTile2x2(wk, cout, oh, ow, ty, tx, slot0 + ti, bias);
+            else outputTile(wk, cout, oh, ow, ty, tx, slot0 + ti, bias);
             if (ti + 1 == t1 || tx + 1 == tW) {
-                flushStrip(wk, cout, oh, ow, ty, rowStart % tW, tx + 1, out, image);
+                flushStrip(wk, mt, cout, oh, ow, ty, rowStart % tW, tx + 1, out, image);
                 rowStart = ti + 1;
             }
         }
@@ -727,9 +712,9 @@ final class WinogradF32 {
         }
     }
 
-    /** The strip's pixels of tiles {@code [tx0, tx1)} in tile row ty into the image's channel planes. */
-    private static void flushStrip(Work wk, int cout, int oh, int ow, int ty, int tx0, int tx1, MemorySegment out, long image) {
-        int x0 = 2 * tx0, x1 = Math.min(ow, 2 * tx1), y0 = 2 * ty, y1 = Math.min(oh, y0 + 2);
+    /** The strip's pixels of tiles {@code [tx0, tx1)} in tile row ty ({@code mt x mt} pixels a tile) into the image's channel planes. */
+    private static void flushStrip(Work wk, int mt, int cout, int oh, int ow, int ty, int tx0, int tx1, MemorySegment out, long image) {
+        int x0 = mt * tx0, x1 = Math.min(ow, mt * tx1), y0 = mt * ty, y1 = Math.min(oh, y0 + mt);
         if (x0 == 0 && x1 == ow) {
             stripToPlanes(wk, cout, oh, ow, 0, (y1 - y0) * ow, out, image + (long) y0 * ow * Float.BYTES);
         } else {
@@ -752,11 +737,25 @@ final class WinogradF32 {
                     FloatVector.fromArray(FS, block, c * 16).intoMemorySegment(out, at + (c0 + c) * planeBytes + (long) q * Float.BYTES, NO);
                 }
             }
-            for (; q < count; q++) {
-                for (int c = 0; c < 16; c++) {
-                    out.set(F32, at + (c0 + c) * planeBytes + (long) q * Float.BYTES, strip.get(F32, (p0 + q) * pixelBytes + (long) (c0 + c) * Float.BYTES));
-                }
-            }
+            if (q < count) stripTailToPlanes(wk, cout, planeBytes, p0 + q, count - q, c0, out, at + (long) q * Float.BYTES);
+        }
+    }
+
+    /**
+     * The last {@code count} (1-15) strip pixels from {@code p} of {@link #stripToPlanes}, channels {@code [c0, c0 + 16)}:
+     * a whole block transposed (the strip's 16 spare pixels keep its reads inside it), then stored 4 pixels a vector and
+     * the rest one at a time (masked stores are slow on Zen 4). A method of its own: inside {@link #stripToPlanes} it
+     * made F(2x2, 3x3)'s input gradients, which never reach it at ResNet-20's widths, about 5% slower.
+     */
+    private static void stripTailToPlanes(Work wk, int cout, long planeBytes, int p, int count, int c0, MemorySegment out, long at) {
+        float[] block = wk.block;
+        long pixelBytes = (long) cout * Float.BYTES;
+        Gemm.transposeBlock16(wk.strip, p * pixelBytes + (long) c0 * Float.BYTES, pixelBytes, block, 0, 16);
+        for (int c = 0; c < 16; c++) {
+            long plane = at + (c0 + c) * planeBytes;
+            int k = 0;
+            for (; k + 4 <= count; k += 4) FloatVector.fromArray(F4, block, c * 16 + k).intoMemorySegment(out, plane + (long) k * Float.BYTES, NO);
+            for (; k < count; k++) out.set(F32, plane + (long) k * Float.BYTES, block[c * 16 + k]);
         }
     }
 
@@ -772,15 +771,18 @@ final class WinogradF32 {
         m12.fma(P27_8, m34.fma(P27_64, x5)).intoArray(dst, d0 + 3 * ds);
     }
 
-    /** As {@link #outputTransform} along a row of {@code half} (vectors 16 floats apart), plus the bias, as 4 pixels of {@code pixels} from byte {@code at}. */
-    private static void outputRow(float[] half, int s0, FloatVector bias, MemorySegment pixels, long at) {
+    /**
+     * As {@link #outputTransform} along a row of {@code half} (vectors 16 floats apart), plus the bias: the first {@code
+     * cols} of its 4 pixels into {@code strip} from byte {@code at}, {@code pixelBytes} apart.
+     */
+    private static void outputRow(float[] half, int s0, FloatVector bias, MemorySegment strip, long at, long pixelBytes, int cols) {
         FloatVector x0 = FloatVector.fromArray(FS, half, s0), x1 = FloatVector.fromArray(FS, half, s0 + 16);
         FloatVector x2 = FloatVector.fromArray(FS, half, s0 + 32), x3 = FloatVector.fromArray(FS, half, s0 + 48);
         FloatVector x4 = FloatVector.fromArray(FS, half, s0 + 64), x5 = FloatVector.fromArray(FS, half, s0 + 80);
         FloatVector p12 = x1.add(x2), m12 = x1.sub(x2), p34 = x3.add(x4), m34 = x3.sub(x4);
-        x0.add(p12).add(p34).add(bias).intoMemorySegment(pixels, at, NO);
-        m12.fma(P3_2, m34.fma(P3_4, bias)).intoMemorySegment(pixels, at + 64, NO);
-        p12.fma(P9_4, p34.fma(P9_16, bias)).intoMemorySegment(pixels, at + 128, NO);
-        m12.fma(P27_8, m34.fma(P27_64, x5.add(bias))).intoMemorySegment(pixels, at + 192, NO);
+        x0.add(p12).add(p34).add(bias).intoMemorySegment(strip, at, NO);
+        if (cols > 1) m12.fma(P3_2, m34.fma(P3_4, bias)).intoMemorySegment(strip, at + pixelBytes, NO);
+        if (cols > 2) p12.fma(P9_4, p34.fma(P9_16, bias)).intoMemorySegment(strip, at + 2 * pixelBytes, NO);
+        if (cols > 3) m12.fma(P27_8, m34.fma(P27_64, x5.add(bias))).intoMemorySegment(strip, at + 3 * pixelBytes, NO);
     }
 }
