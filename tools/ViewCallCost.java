@@ -10,7 +10,8 @@ import org.jtorch.autograd.Autograd;
 
 /**
  * Per-call thread CPU time of the view ops, without and with autograd, and of their backwards (issue 15's view
- * derivatives): a single-file program over a build's classes, so that two trees run the same code, e.g.
+ * derivatives), and of the eager overhead of a one-element add and of a tiny graph's forward and backward (issue 15's
+ * handle gates): a single-file program over a build's classes, so that two trees run the same code, e.g.
  * {@code JTORCH_NUM_THREADS=1 java --add-modules jdk.incubator.vector -cp TREE/jtorch-core/target/classes tools/ViewCallCost.java}.
  * Arguments: rounds (default 7) and substrings of the cases' names to run, separated by commas (default all). The cases first run in turn
  * for 3 s of thread CPU time. Prints one line per case: its name and the median over rounds of the thread CPU
@@ -41,6 +42,16 @@ public final class ViewCallCost {
 
         Map<String, Call> cases = new LinkedHashMap<>();
         cases.put("add 1-element", () -> one.add(one).close());
+        Tensor oneLeaf = Torch.ones(1).requiresGrad_(true);
+        cases.put("add 1-element (autograd)", () -> oneLeaf.add(one).close());
+        // forward and backward of a few ops on small tensors (issue 15's tiny-graph gate)
+        Tensor x4 = Torch.randn(4).requiresGrad_(true);
+        Tensor w4 = Torch.randn(4);
+        cases.put("tiny graph + backward", () -> {
+            try (Tensor xw = x4.mul(w4); Tensor h = xw.add(x4); Tensor t = h.tanh(); Tensor y = t.sum()) {
+                Autograd.grad(y, x4).close();
+            }
+        });
         cases.put("view", () -> m.view(16, 256).close());
         cases.put("reshape (a view)", () -> m.reshape(4096).close());
         cases.put("unsqueeze", () -> m.unsqueeze(0).close());

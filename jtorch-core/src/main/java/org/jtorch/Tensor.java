@@ -2,12 +2,12 @@ package org.jtorch;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.AutogradMeta;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Node;
@@ -77,27 +77,8 @@ public final class Tensor implements Scoped {
     /** How this tensor was closed, for the use-after-close error: by which scope, and where (when tracked). */
     private MemoryScope closedByScope;
     private String closedAt;
-    /** A view of a tensor that requires grad made with grad mode off: it has no history, so in-place ops on it are refused. */
-    private boolean noGradViewOfGraph;
-    /**
-     * For a differentiable view, the tensor whose memory it views (never itself a view), as PyTorch's {@code _base}: an
-     * in-place op on the view rebases that tensor's history ({@code CopySlices}), and the view's is derived from it.
-     */
-    private Tensor viewBase;
-    /** The base's {@code gradFn} this view's history was derived from; when the base's changes, the view's is regenerated. */
-    private Node viewBaseNode;
-    /** For one of several views one call returned (split, chunk, unbind), or a view of one: which ("Output 0 of SplitBackward0"). */
-    private String multiOutputView;
-    // Autograd state (see the "autograd" section).
-    private boolean requiresGrad;
-    private Tensor grad;
-    private Node gradFn;
-    /** Whether this tensor counts as an owner of {@link #gradFn} (see {@link Node}): until closed. */
-    private boolean ownsGradFn;
-    private int outputNr;
-    private Node gradAccumulator;
-    private List<UnaryOperator<Tensor>> gradHooks;
-    private List<Consumer<Tensor>> postAccumulateHooks;
+    /** Autograd state (requires grad, history, gradient, hooks, view base): null until this tensor first needs it. */
+    private AutogradMeta autograd;
 
     private Tensor(Storage storage, DType dtype, long[] shape, long[] strides, long offset) {
         this(storage, dtype, shape, strides, offset, false);
@@ -284,14 +265,7 @@ public final class Tensor implements Scoped {
         if (scope != null && scope.isClosed()) closedByScope = scope;
         if (MemoryScope.isCloseTracking()) closedAt = MemoryScope.callSite();
         storage.release();
-        if (grad != null) {
-            grad.close();
-            grad = null;
-        }
-        if (ownsGradFn) {
-            ownsGradFn = false;
-            Autograd.dropGraphOwner(gradFn); // the graph behind this tensor may now be unreachable
-        }
+        AutogradMeta.release(this);
     }
 
     public boolean isClosed() {
@@ -426,7 +400,7 @@ public final class Tensor implements Scoped {
             throw new IllegalArgumentException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype + " " + unwritable);
         }
         // Checked here, not where ops record: PyTorch refuses the write even when nothing in it requires grad.
-        if (noGradViewOfGraph && Grad.isEnabled()) Elementwise.checkInPlaceAllowed(op, this);
+        if (AutogradMeta.isNoGradViewOfGraph(this) && Grad.isEnabled()) Elementwise.checkInPlaceAllowed(op, this);
     }
 
     // ------------------------------------------------------------------ views (org.jtorch.ops.Views)
@@ -590,34 +564,30 @@ public final class Tensor implements Scoped {
 
     public boolean[] toBooleanArray() { return Conversions.toBooleanArray(this); }
 
-    // ------------------------------------------------------------------ autograd (org.jtorch.autograd)
+    // ------------------------------------------------------------------ autograd (org.jtorch.autograd.AutogradMeta)
 
-    /** Whether gradients flow to this tensor: a leaf that asked for them, or the result of an op on such tensors. */
-    public boolean requiresGrad() {
-        if (viewBase != null) refreshViewHistory();
-        return requiresGrad;
+    /** For org.jtorch.autograd: this tensor's autograd state, or null while it has needed none. */
+    public AutogradMeta autogradMeta() {
+        return autograd;
     }
 
-    /** Marks a leaf tensor as requiring gradients (floating dtypes only), as {@code requires_grad_()}. */
+    /** For org.jtorch.autograd: this tensor's autograd state, made empty if it had none. */
+    public AutogradMeta autogradMetaForWrite() {
+        if (autograd == null) autograd = new AutogradMeta();
+        return autograd;
+    }
+
+    /** Whether gradients flow to this tensor: a leaf that asked for them, or the result of an op on such tensors. */
+    public boolean requiresGrad() { return AutogradMeta.requiresGrad(this); }
+
     /** Whether this tensor was created in {@link Grad#inferenceMode()} (it can never require grad or be saved for backward). */
     public boolean isInference() {
         return inference;
     }
 
+    /** Marks a leaf tensor as requiring gradients (floating dtypes only), as {@code requires_grad_()}. */
     public Tensor requiresGrad_(boolean value) {
-        if (value && inference) {
-            throw new IllegalStateException("requiresGrad_: an inference tensor (created in Grad.inferenceMode()) cannot require"
-                    + " gradients; clone() it outside inference mode first");
-        }
-        if (gradFn != null && !value) {
-            throw new IllegalStateException("requiresGrad_: you can only change requires_grad flags of leaf variables;"
-                    + " use detach() to get a tensor that does not require grad");
-        }
-        if (value && !dtype.isFloatingPoint()) {
-            throw new IllegalArgumentException("requiresGrad_: only tensors of floating point dtype can require gradients, got "
-                    + dtype);
-        }
-        requiresGrad = value;
+        AutogradMeta.setRequiresGrad(this, value);
         return this;
     }
 
@@ -626,38 +596,19 @@ public final class Tensor implements Scoped {
     }
 
     /** The accumulated gradient of a leaf, or null. Owned by this tensor (closed with it). */
-    public Tensor grad() {
-        return grad;
-    }
+    public Tensor grad() { return AutogradMeta.grad(this); }
 
     /**
      * Replaces the gradient (the previous one is not closed: the caller owns it now). Null clears it.
      * The new gradient belongs to this tensor from now on: it leaves any {@link MemoryScope}.
      */
-    public void setGrad(Tensor g) {
-        if (g != null && !java.util.Arrays.equals(g.shape, shape)) {
-            throw new IllegalArgumentException("setGrad: assigned grad has shape " + Shapes.format(g.shape)
-                    + " but the tensor has shape " + Shapes.format(shape));
-        }
-        if (g != null && (g.dtype != dtype || !g.device().equals(device()))) {
-            throw new IllegalArgumentException("setGrad: assigned grad has dtype " + g.dtype + " on " + g.device()
-                    + " but the tensor has dtype " + dtype + " on " + device());
-        }
-        if (g != null) g.untrack();
-        grad = g;
-    }
+    public void setGrad(Tensor g) { AutogradMeta.setGrad(this, g); }
 
     /** The node that produced this tensor, or null for a leaf. */
-    public Node gradFn() {
-        if (viewBase != null) refreshViewHistory();
-        return gradFn;
-    }
+    public Node gradFn() { return AutogradMeta.gradFn(this); }
 
     /** Which output of {@link #gradFn()} this tensor is. */
-    public int outputNr() {
-        if (viewBase != null) refreshViewHistory();
-        return outputNr;
-    }
+    public int outputNr() { return AutogradMeta.outputNr(this); }
 
     /** Leaves are tensors not produced by a recorded op. */
     public boolean isLeaf() {
@@ -665,85 +616,32 @@ public final class Tensor implements Scoped {
     }
 
     /** Records that an op produced this tensor (for op implementations). */
-    public void setGradFn(Node node, int outputNr) {
-        replaceGradFn(node, !borrowed && !closed);
-        this.outputNr = outputNr;
-        this.requiresGrad = node != null;
-    }
+    public void setGradFn(Node node, int outputNr) { AutogradMeta.setGradFn(this, node, outputNr, !borrowed && !closed); }
 
     /**
      * {@link #setGradFn} for the graph's own copy of a saved output (for autograd): the node's reference to
      * itself through its saved tensor does not count as an owner, else the node would keep itself alive.
      */
-    public void setGradFnOfSavedOutput(Node node, int outputNr) {
-        Arguments.nonNull("setGradFnOfSavedOutput", "node", node);
-        replaceGradFn(node, false);
-        this.outputNr = outputNr;
-        this.requiresGrad = true;
-    }
-
-    private void replaceGradFn(Node node, boolean owns) {
-        Node old = gradFn;
-        boolean ownedOld = ownsGradFn;
-        if (owns && node != null) Autograd.addGraphOwner(node); // before the drop: node may be reachable only via old
-        gradFn = node;
-        ownsGradFn = owns && node != null;
-        if (ownedOld) Autograd.dropGraphOwner(old);
-    }
+    public void setGradFnOfSavedOutput(Node node, int outputNr) { AutogradMeta.setGradFnOfSavedOutput(this, node, outputNr); }
 
     /** The node that accumulates this leaf's gradient (created once, for op implementations). */
-    public Node gradAccumulator() {
-        if (gradFn != null) throw new IllegalStateException("gradAccumulator: only leaves have one");
-        if (gradAccumulator == null) gradAccumulator = Autograd.accumulatorFor(this);
-        return gradAccumulator;
-    }
+    public Node gradAccumulator() { return AutogradMeta.gradAccumulator(this); }
 
     /**
      * Registers a hook called with this tensor's gradient during backward; it may return a replacement
      * gradient or null to keep it, as {@code register_hook}.
      */
-    public void registerHook(UnaryOperator<Tensor> hook) {
-        Arguments.nonNull("registerHook", "hook", hook);
-        refreshViewHistory();
-        if (!requiresGrad) throw new IllegalStateException("registerHook: cannot register a hook on a tensor that doesn't require gradient");
-        if (gradFn != null) {
-            Autograd.addPreHook(gradFn, outputNr, hook);
-        } else {
-            if (gradHooks == null) gradHooks = new ArrayList<>();
-            gradHooks.add(hook);
-        }
-    }
+    public void registerHook(UnaryOperator<Tensor> hook) { AutogradMeta.registerHook(this, hook); }
 
     /** Registers a hook called after a leaf's gradient has been accumulated (DDP starts all-reduces from it). */
-    public void registerPostAccumulateGradHook(Consumer<Tensor> hook) {
-        Arguments.nonNull("registerPostAccumulateGradHook", "hook", hook);
-        if (gradFn != null) {
-            throw new IllegalStateException("registerPostAccumulateGradHook: post accumulate grad hooks cannot be registered on non-leaf tensors");
-        }
-        if (postAccumulateHooks == null) postAccumulateHooks = new ArrayList<>();
-        postAccumulateHooks.add(hook);
-    }
+    public void registerPostAccumulateGradHook(Consumer<Tensor> hook) { AutogradMeta.registerPostAccumulateGradHook(this, hook); }
 
     /** Makes a non-leaf tensor keep its gradient in {@link #grad()} after backward. */
-    public void retainGrad() {
-        refreshViewHistory();
-        if (gradFn == null) return;
-        Tensor self = this;
-        Autograd.addPreHook(gradFn, outputNr, g -> {
-            Tensor old = self.grad;
-            self.grad = (old == null ? g.clone() : old.add(g)).untrack();
-            if (old != null) old.close();
-            return null;
-        });
-    }
+    public void retainGrad() { AutogradMeta.retainGrad(this); }
 
-    public List<UnaryOperator<Tensor>> gradHooks() {
-        return gradHooks == null ? List.of() : gradHooks;
-    }
+    public List<UnaryOperator<Tensor>> gradHooks() { return AutogradMeta.gradHooks(this); }
 
-    public List<Consumer<Tensor>> postAccumulateGradHooks() {
-        return postAccumulateHooks == null ? List.of() : postAccumulateHooks;
-    }
+    public List<Consumer<Tensor>> postAccumulateGradHooks() { return AutogradMeta.postAccumulateGradHooks(this); }
 
     /** Backpropagates from this scalar, accumulating into the leaves' {@code .grad}. */
     public void backward() {
@@ -767,8 +665,7 @@ public final class Tensor implements Scoped {
 
     /** Detaches this tensor from the graph in place. */
     public Tensor detach_() {
-        replaceGradFn(null, false);
-        requiresGrad = false;
+        AutogradMeta.detachInPlace(this);
         return this;
     }
 
@@ -1803,7 +1700,7 @@ public final class Tensor implements Scoped {
         return TensorFormatter.format(this);
     }
 
-    // ------------------------------------------------------------------ view autograd
+    // ------------------------------------------------------------------ view autograd (org.jtorch.autograd.AutogradMeta)
 
     /**
      * For the view front end ({@link Views}): a new tensor over this one's memory with geometry {@code v} (holding a storage
@@ -1813,20 +1710,8 @@ public final class Tensor implements Scoped {
      */
     public Tensor trackedView(ViewOps.Geometry v) {
         Tensor r = view(Arguments.nonNull("trackedView", "v", v));
-        trackView(r);
+        AutogradMeta.trackView(this, r);
         return r;
-    }
-
-    /** Remembers the base of {@code r}, a view of this tensor, for in-place ops on the view, or marks it a no-grad view of a graph tensor. */
-    private void trackView(Tensor r) {
-        refreshViewHistory();
-        if (noGradViewOfGraph || (requiresGrad && !Grad.isEnabled())) {
-            r.noGradViewOfGraph = true;
-            return;
-        }
-        r.viewBase = viewBase != null ? viewBase : this;
-        r.viewBaseNode = r.viewBase.gradFn;
-        r.multiOutputView = multiOutputView;
     }
 
     /**
@@ -1834,69 +1719,26 @@ public final class Tensor implements Scoped {
      * this tensor's place in the graph (a leaf's gradient still goes to this leaf) and view state.
      */
     public Tensor sameTensorView() {
-        refreshViewHistory();
-        Tensor a = view(shape, strides, offset);
-        if (requiresGrad) {
-            a.requiresGrad = true;
-            a.replaceGradFn(gradFn, true);
-            a.outputNr = outputNr;
-            a.gradAccumulator = gradFn == null ? gradAccumulator() : null;
-        }
-        a.noGradViewOfGraph = noGradViewOfGraph;
-        a.viewBase = viewBase;
-        a.viewBaseNode = viewBaseNode;
-        a.multiOutputView = multiOutputView;
-        return a;
+        AutogradMeta.refreshViewHistoryOf(this);
+        return AutogradMeta.copyToAlias(this, view(shape, strides, offset));
     }
 
     /**
      * The tensor this one is a differentiable view of, as PyTorch's {@code _base} (null for a tensor that owns its
      * layout): an in-place op on this view rewrites the base's history (for autograd).
      */
-    public Tensor viewBase() {
-        return viewBase;
-    }
+    public Tensor viewBase() { return AutogradMeta.viewBase(this); }
 
     /**
      * For op implementations: this view is output {@code index} of a call that returns several views ({@code split},
      * {@code chunk}, {@code unbind}; {@code node} is PyTorch's backward name, e.g. {@code SplitBackward0}). As in PyTorch,
      * in-place ops on it (or on views of it) are refused under autograd.
      */
-    public void markMultiOutputView(String node, int index) {
-        Arguments.nonNull("markMultiOutputView", "node", node);
-        multiOutputView = "Output " + index + " of " + node;
-    }
+    public void markMultiOutputView(String node, int index) { AutogradMeta.markMultiOutputView(this, node, index); }
 
     /** {@code "Output i of <Node>"} when this is (a view of) one of several views one call returned, else null. */
-    public String multiOutputView() {
-        return multiOutputView;
-    }
+    public String multiOutputView() { return AutogradMeta.multiOutputView(this); }
 
     /** Whether this is a view of a tensor that requires grad made with grad mode off (in-place ops on it are refused under autograd). */
-    public boolean isNoGradViewOfGraphTensor() {
-        return noGradViewOfGraph;
-    }
-
-    /**
-     * After an in-place op changed the base's history (directly, or through another view: {@code CopySlices}), this view's
-     * history becomes the base's, read through this view's geometry ({@code AsStridedBackward0}), as PyTorch regenerates a
-     * view's {@code grad_fn}. Cheap when nothing changed: one comparison.
-     */
-    private void refreshViewHistory() {
-        Tensor base = viewBase;
-        if (base == null || base.gradFn == viewBaseNode) return;
-        synchronized (this) {
-            Node baseNode = base.gradFn;
-            if (baseNode == viewBaseNode) return;
-            viewBaseNode = baseNode;
-            if (base.closed) return; // its graph may be freed: the view keeps the history it had
-            if (!base.requiresGrad) {
-                replaceGradFn(null, false);
-                requiresGrad = false;
-                return;
-            }
-            Dispatcher.recordView(ViewOps.AS_STRIDED, base, this, ViewOps.asStridedScalars(base.shape, base.strides, base.offset,
-                    new ViewOps.Geometry(shape, strides, offset)));
-        }
-    }
+    public boolean isNoGradViewOfGraphTensor() { return AutogradMeta.isNoGradViewOfGraph(this); }
 }

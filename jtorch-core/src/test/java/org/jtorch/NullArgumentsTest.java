@@ -52,7 +52,7 @@ class NullArgumentsTest {
             "Gradients", "Storage", "MemoryBlock", "ElementCodec", "Allocator", "CpuCachingAllocator", "OutOfMemoryException", "StateReader",
             "Arguments",
             "Json", "StateCodec", "AtomicFile", "TensorFormatter", "Autograd.record", "Autograd.needsGrad", "Autograd.save",
-            "Autograd.accumulatorFor", "Autograd.addPreHook");
+            "Autograd.accumulatorFor", "Autograd.addPreHook", "AutogradMeta");
 
     /**
      * Parameters that are optional, as PyTorch's {@code None} defaults ({@code Class.method(parameter)}, or
