@@ -80,10 +80,11 @@ public final class BenchMain {
 
                     suites:
                       peak       this machine's ceilings: f32 FMA GFLOP/s (one core, all threads), read/copy/write GB/s
-                                 (256 MiB arrays); other suites print their figures as fractions of these (*_of_peak)
+                                 (arrays of 256 MiB or twice the last-level cache); conv prints fractions of the FMA
+                                 figures (*_of_peak), core and reduce of the bandwidth at their own size (*_of_ceiling)
                       core       eager overhead, elementwise bandwidth, machine copy bandwidth
                       reduce     sum, mean, amax, argmax, var, norm, softmax and log-softmax on 16M floats: over everything,
-                                 rows and columns of 4096x4096 (GB/s, and fractions of the peak read/copy bandwidth;
+                                 rows and columns of 4096x4096 (GB/s, and fractions of the read/copy bandwidth at 64 MiB;
                                  --cputime: in thread CPU time, for JTORCH_NUM_THREADS=1)
                       training   MLP 784-512-512-10 training step (batch 128), in f32 and with bf16 autocast; tiny autograd
                                  graph (--cputime: the MLP steps in thread CPU time, for JTORCH_NUM_THREADS=1)
