@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
@@ -33,7 +34,8 @@ final class ElementwiseKernels {
     /**
      * Copies {@code len} 4-byte elements between strided rows, bits unchanged (a strided view's copy, such
      * as {@code x[:, :, ::2, ::2]}). A source stride of two elements gathers 16 at a time with one
-     * two-vector permute.
+     * two-vector permute; a destination stride of two (the gradient of that view, {@code slice_backward})
+     * spreads 16 into the even lanes of two vectors, stored under a mask that leaves the odd places untouched.
      */
     private static void copy32(MemorySegment ss, long so, long sStride, MemorySegment ds, long d0, long dStride, long len) {
         long i = 0;
@@ -43,8 +45,24 @@ final class ElementwiseKernels {
                 FloatVector b = FloatVector.fromMemorySegment(FS, ss, so + 8 * i + 64, LE);
                 ConvF32.EVEN_LANES.selectFrom(a, b).intoMemorySegment(ds, d0 + 4 * i, LE);
             }
+        } else if (sStride == 4 && dStride == 8 && FL == 16) {
+            for (; i + 16 <= len && d0 + 8 * i + 128 <= ds.byteSize(); i += 16) {
+                FloatVector a = FloatVector.fromMemorySegment(FS, ss, so + 4 * i, LE);
+                SPREAD_LOW.selectFrom(a).intoMemorySegment(ds, d0 + 8 * i, LE, EVEN_PLACES);
+                SPREAD_HIGH.selectFrom(a).intoMemorySegment(ds, d0 + 8 * i + 64, LE, EVEN_PLACES);
+            }
         }
         for (; i < len; i++) ds.set(I32, d0 + i * dStride, ss.get(I32, so + i * sStride));
+    }
+
+    /** Lane j holds j / 2 (and 8 + j / 2): with {@code selectFrom(a)}, a's first (last) 8 lanes, each in an even lane. */
+    private static final FloatVector SPREAD_LOW = spread(0), SPREAD_HIGH = spread(8);
+    private static final VectorMask<Float> EVEN_PLACES = VectorMask.fromLong(FS, 0x5555_5555_5555_5555L);
+
+    private static FloatVector spread(int first) {
+        float[] index = new float[FL];
+        for (int j = 0; j < FL; j++) index[j] = first + j / 2;
+        return FloatVector.fromArray(FS, index, 0);
     }
 
     private static final VectorSpecies<Byte> BS = ByteVector.SPECIES_PREFERRED;
