@@ -7,7 +7,7 @@ import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max, average and adaptive average pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max, average and adaptive average pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, {@code F.interpolate}'s modes ({@code upsample_*}), and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -213,5 +213,36 @@ public final class FrontEndOps {
     /** {@code (*, C, H r, W r) -> (*, C r^2, H, W)}, {@link #PIXEL_SHUFFLE}'s inverse. */
     public static final OpDef PIXEL_UNSHUFFLE = OpDef.frontEnd("pixel_unshuffle", true).rule(SAME)
             .signature(SELF, new Param("downscale_factor", "int", null)).doc("`ops.Resampling.pixelUnshuffle` (reshape, permute, reshape)").build();
+
+    /**
+     * {@code F.interpolate}'s modes, one op per mode and spatial rank as PyTorch's: the output size resolved, then
+     * (interpolating modes) {@code align_corners}, then one scale per spatial dimension, None where the source index uses
+     * {@code in / out} (a size given, or {@code recompute_scale_factor}), traced as 0. Separable gathers and weighted sums
+     * ({@code ops.Resampling}), so the gradient is theirs. No autocast policy: PyTorch 1.13's lists have none of them.
+     */
+    public static final OpDef UPSAMPLE_NEAREST1D = upsample("upsample_nearest1d", 1, false);
+    public static final OpDef UPSAMPLE_NEAREST2D = upsample("upsample_nearest2d", 2, false);
+    public static final OpDef UPSAMPLE_NEAREST3D = upsample("upsample_nearest3d", 3, false);
+    public static final OpDef UPSAMPLE_NEAREST_EXACT1D = upsample("_upsample_nearest_exact1d", 1, false);
+    public static final OpDef UPSAMPLE_NEAREST_EXACT2D = upsample("_upsample_nearest_exact2d", 2, false);
+    public static final OpDef UPSAMPLE_NEAREST_EXACT3D = upsample("_upsample_nearest_exact3d", 3, false);
+    public static final OpDef UPSAMPLE_LINEAR1D = upsample("upsample_linear1d", 1, true);
+    public static final OpDef UPSAMPLE_BILINEAR2D = upsample("upsample_bilinear2d", 2, true);
+    public static final OpDef UPSAMPLE_BICUBIC2D = upsample("upsample_bicubic2d", 2, true);
+    public static final OpDef UPSAMPLE_TRILINEAR3D = upsample("upsample_trilinear3d", 3, true);
+    /** {@code F.interpolate(antialias=True)}: a downscaling dimension low-pass filtered as it is resampled. */
+    public static final OpDef UPSAMPLE_BILINEAR2D_AA = upsample("_upsample_bilinear2d_aa", 2, true);
+    public static final OpDef UPSAMPLE_BICUBIC2D_AA = upsample("_upsample_bicubic2d_aa", 2, true);
+
+    private static OpDef upsample(String name, int spatial, boolean interpolating) {
+        java.util.List<Param> params = new java.util.ArrayList<>(java.util.List.of(SELF, new Param("output_size", "SymInt[" + spatial + "]", null)));
+        if (interpolating) params.add(new Param("align_corners", "bool", null));
+        String[] scales = spatial == 1 ? new String[] {"scales"} : spatial == 2 ? new String[] {"scales_h", "scales_w"}
+                : new String[] {"scales_d", "scales_h", "scales_w"};
+        for (String s : scales) params.add(new Param(s, "float?", "None"));
+        return OpDef.frontEnd(name, true).rule(interpolating ? DTypeRule.FLOATING_ONLY : SAME).signature(params.toArray(new Param[0]))
+                .doc("`ops.Resampling.interpolate` (separable: " + (interpolating ? "gathers and weighted sums" : "one gather") + " per dimension)")
+                .build();
+    }
 
 }

@@ -190,6 +190,7 @@ public final class FrontEnds {
         if (Padding.modeOf(op) != null) return Padding.padAs(op, in[0], longs(args));
         if (op == FrontEndOps.PIXEL_SHUFFLE) return Resampling.pixelShuffle(in[0], (int) args[0]);
         if (op == FrontEndOps.PIXEL_UNSHUFFLE) return Resampling.pixelUnshuffle(in[0], (int) args[0]);
+        if (Resampling.isUpsample(op)) return Resampling.upsampleAs(op, in[0], args);
         throw new IllegalStateException(op.name() + " has no front end to call");
     }
 

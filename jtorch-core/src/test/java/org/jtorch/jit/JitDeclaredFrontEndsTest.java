@@ -45,4 +45,21 @@ class JitDeclaredFrontEndsTest {
         assertTrue(plan.contains("avg_pool3d") && plan.contains("max_unpool3d") && !plan.contains("avg_pool2d"), plan);
         assertCompiledMatchesEager(f, x, new Tensor[] {w}, 1e-6f);
     }
+
+    @Test
+    void interpolateModesTraceAsOneOpEachAndDifferentiateAsEager() {
+        Torch.manualSeed(27);
+        Tensor w = randn(2, 3, 8, 10).requiresGrad_(true);
+        TensorFunction f = in -> {
+            Tensor up = F.interpolate(in[0], new double[] {2, 2.5}, "bilinear", false).mul(w);
+            Tensor cubic = F.interpolate(up.tanh(), new long[] {5, 7}, "bicubic", true);
+            Tensor aa = F.interpolate(cubic, F.Interpolate.options().size(3, 4).mode("bilinear").antialias(true));
+            return F.interpolate(aa.unsqueeze(2), new double[] {2, 1.5, 0.5}, "nearest", null).relu();
+        };
+        Tensor x = randn(2, 3, 4, 4);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("upsample_bilinear2d") && plan.contains("upsample_bicubic2d") && plan.contains("_upsample_bilinear2d_aa")
+                && plan.contains("upsample_nearest3d") && !plan.contains("index_select"), plan);
+        assertCompiledMatchesEager(f, x, new Tensor[] {w}, 1e-5f);
+    }
 }
