@@ -7,7 +7,7 @@ import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max, average and adaptive average pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, {@code F.interpolate}'s modes ({@code upsample_*}), and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max, average and adaptive average pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, {@code F.interpolate}'s modes ({@code upsample_*}), the 1-d pools, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -154,6 +154,23 @@ public final class FrontEndOps {
             .signature(SELF, new Param("kernel_size", "int[2]", null), new Param("stride", "int[2]", "[]"),
                     new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"), new Param("ceil_mode", "bool", "False"))
             .doc("`ops.Pooling.maxPool2d`").build();
+
+    /**
+     * The 1-d pools, PyTorch's signatures: the declared 2-d kernels over a height-1 plane ({@code ops.Pooling}), traced and
+     * replayed as one op each. Lists are traced as {@link #MAX_POOL2D}'s (a missing stride as length -1). No autocast
+     * policy, as PyTorch 1.13's lists.
+     */
+    public static final OpDef MAX_POOL1D = OpDef.frontEnd("max_pool1d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("kernel_size", "int[1]", null), new Param("stride", "int[1]", "[]"),
+                    new Param("padding", "int[1]", "0"), new Param("dilation", "int[1]", "1"), new Param("ceil_mode", "bool", "False"))
+            .doc("`ops.Pooling.maxPool1d` (max_pool2d_with_indices over a height-1 plane)").build();
+    public static final OpDef AVG_POOL1D = OpDef.frontEnd("avg_pool1d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("kernel_size", "int[1]", null), new Param("stride", "int[1]", "[]"),
+                    new Param("padding", "int[1]", "0"), new Param("ceil_mode", "bool", "False"), new Param("count_include_pad", "bool", "True"))
+            .doc("`ops.Pooling.avgPool1d` (avg_pool2d over a height-1 plane)").build();
+    public static final OpDef ADAPTIVE_AVG_POOL1D = OpDef.frontEnd("adaptive_avg_pool1d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("output_size", "int[1]", null))
+            .doc("`ops.Pooling.adaptiveAvgPool1d` (adaptive_avg_pool2d over a height-1 plane)").build();
 
     /** A composite of two 2-d max pools (see {@code ops.Pooling3d}), traced and replayed as one op. */
     public static final OpDef MAX_POOL3D = OpDef.frontEnd("max_pool3d", true).rule(DTypeRule.FLOATING_ONLY)

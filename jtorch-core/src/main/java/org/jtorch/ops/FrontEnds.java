@@ -175,6 +175,18 @@ public final class FrontEnds {
             Lists l = new Lists(args);
             return Pooling.maxPool2d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
         }
+        if (op == FrontEndOps.MAX_POOL1D) {
+            Lists l = new Lists(args);
+            int[] kernel = one(op, l.next(), "kernel_size"), stride = l.next(), padding = one(op, l.next(), "padding"), dilation = one(op, l.next(), "dilation");
+            return Pooling.maxPool1d(in[0], kernel[0], stride == null ? null : one(op, stride, "stride")[0], padding[0], dilation[0], l.rest()[0] != 0);
+        }
+        if (op == FrontEndOps.AVG_POOL1D) {
+            Lists l = new Lists(args);
+            int[] kernel = one(op, l.next(), "kernel_size"), stride = l.next(), padding = one(op, l.next(), "padding");
+            double[] rest = l.rest();
+            return Pooling.avgPool1d(in[0], kernel[0], stride == null ? null : one(op, stride, "stride")[0], padding[0], rest[0] != 0, rest[1] != 0);
+        }
+        if (op == FrontEndOps.ADAPTIVE_AVG_POOL1D) return Pooling.adaptiveAvgPool1d(in[0], (long) args[0]);
         if (op == FrontEndOps.MAX_POOL3D) {
             Lists l = new Lists(args);
             return Pooling3d.maxPool3d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
@@ -214,6 +226,14 @@ public final class FrontEnds {
         double[] rest() {
             return java.util.Arrays.copyOfRange(args, at, args.length);
         }
+    }
+
+    /** A 1-d pool's list argument: exactly one value. */
+    private static int[] one(OpDef op, int[] list, String name) {
+        if (list == null || list.length != 1) {
+            throw new IllegalArgumentException(op.pyName() + ": " + name + " must be one int, got " + java.util.Arrays.toString(list));
+        }
+        return list;
     }
 
     private static int[] ints(double[] args, int from, int to) {

@@ -62,4 +62,20 @@ class JitDeclaredFrontEndsTest {
                 && plan.contains("upsample_nearest3d") && !plan.contains("index_select"), plan);
         assertCompiledMatchesEager(f, x, new Tensor[] {w}, 1e-5f);
     }
+
+    @Test
+    void oneDimensionalPoolsTraceAsOneOpEachAndDifferentiateAsEager() {
+        Torch.manualSeed(28);
+        Tensor w = randn(2, 3, 12).requiresGrad_(true);
+        TensorFunction f = in -> {
+            Tensor avg = F.avgPool1d(in[0].mul(w), 3, F.AvgPool.options().stride(1).padding(1).countIncludePad(false));
+            Tensor max = F.maxPool1d(avg.tanh(), 2, F.MaxPool.options().ceilMode(true));
+            return F.adaptiveAvgPool1d(max, 4).relu();
+        };
+        Tensor x = randn(2, 3, 12);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("avg_pool1d") && plan.contains("max_pool1d") && plan.contains("adaptive_avg_pool1d")
+                && !plan.contains("avg_pool2d") && !plan.contains("max_pool2d"), plan);
+        assertCompiledMatchesEager(f, x, new Tensor[] {w}, 1e-6f);
+    }
 }
