@@ -7,7 +7,7 @@ import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max, average and adaptive average pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, {@code F.interpolate}'s modes ({@code upsample_*}), the 1-d pools, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max (with or without indices), average, adaptive average and adaptive max pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, {@code F.interpolate}'s modes ({@code upsample_*}), the 1-d pools, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -197,6 +197,16 @@ public final class FrontEndOps {
                     new Param("padding", "int[3]", null))
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.maxUnpool3d` (a scatter of the values to their recorded positions)").build();
+    /** {@link #MAX_POOL3D} with its indices (flat {@code d * H * W + h * W + w}): two outputs, traced and replayed as one op. */
+    public static final OpDef MAX_POOL3D_WITH_INDICES = OpDef.frontEnd("max_pool3d_with_indices", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("kernel_size", "int[3]", null), new Param("stride", "int[3]", "[]"),
+                    new Param("padding", "int[3]", "0"), new Param("dilation", "int[3]", "1"), new Param("ceil_mode", "bool", "False"))
+            .returns("(Tensor, Tensor)").doc("`ops.Pooling3d.maxPool3dWithIndices` (separable: two passes of the 2-d kernels)").build();
+    /** Values and indices, the output size resolved; float32 under CPU autocast, as PyTorch 1.13's list. */
+    public static final OpDef ADAPTIVE_MAX_POOL3D = OpDef.frontEnd("adaptive_max_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("output_size", "SymInt[3]", null)).returns("(Tensor, Tensor)")
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
+            .doc("`ops.Pooling3d.adaptiveMaxPool3d` (separable: two passes of the 2-d kernels)").build();
     public static final OpDef ADAPTIVE_AVG_POOL3D = OpDef.frontEnd("adaptive_avg_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, new Param("output_size", "SymInt[3]", null))
             .autocast(Device.Type.CPU, CastPolicy.FP32)

@@ -19,11 +19,24 @@ public final class FrontEnds {
 
     /** Whether {@code op}'s front end returns several tensors ({@link #callAll}). */
     static boolean returnsSeveral(OpDef op) {
-        return op == ViewOps.SPLIT || op == ViewOps.SPLIT_WITH_SIZES || op == ViewOps.CHUNK || op == ViewOps.UNBIND;
+        return op == ViewOps.SPLIT || op == ViewOps.SPLIT_WITH_SIZES || op == ViewOps.CHUNK || op == ViewOps.UNBIND
+                || op == FrontEndOps.MAX_POOL3D_WITH_INDICES || op == FrontEndOps.ADAPTIVE_MAX_POOL3D;
     }
 
     /** A front end returning several tensors ({@link #returnsSeveral}), called as {@link #call}: all its outputs, in order. */
     static Tensor[] callAll(OpDef op, Tensor[] in, double[] args) {
+        if (op == FrontEndOps.MAX_POOL3D_WITH_INDICES) {
+            Lists l = new Lists(args);
+            var r = Pooling3d.maxPool3dWithIndices(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
+            return new Tensor[] {r.values(), r.indices()};
+        }
+        if (op == FrontEndOps.ADAPTIVE_MAX_POOL3D) {
+            if (args.length != 3) {
+                throw new IllegalArgumentException(op.pyName() + ": output_size must be 3 sizes, got " + java.util.Arrays.toString(longs(args)));
+            }
+            var r = Pooling3d.adaptiveMaxPool3d(in[0], longs(args));
+            return new Tensor[] {r.values(), r.indices()};
+        }
         java.util.List<Tensor> r;
         if (op == ViewOps.SPLIT) r = in[0].split((long) args[0], (int) args[1]);
         else if (op == ViewOps.SPLIT_WITH_SIZES) r = in[0].split(longs(java.util.Arrays.copyOfRange(args, 1, args.length)), (int) args[0]);

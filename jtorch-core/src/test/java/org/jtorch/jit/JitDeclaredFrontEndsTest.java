@@ -78,4 +78,21 @@ class JitDeclaredFrontEndsTest {
                 && !plan.contains("avg_pool2d") && !plan.contains("max_pool2d"), plan);
         assertCompiledMatchesEager(f, x, new Tensor[] {w}, 1e-6f);
     }
+
+    @Test
+    void maxPoolsWithIndicesInThreeDimensionsTraceAsOneOpEachAndDifferentiateAsEager() {
+        Torch.manualSeed(29);
+        Tensor w = randn(2, 3, 4, 6, 6).requiresGrad_(true);
+        TensorFunction f = in -> {
+            var pooled = F.maxPool3dWithIndices(in[0].mul(w), new int[] {2}, F.MaxPool.options());
+            Tensor unpooled = F.maxUnpool3d(pooled.values().tanh(), pooled.indices(), new int[] {2}, null, new int[] {0}, null);
+            var adaptive = F.adaptiveMaxPool3dWithIndices(unpooled, 3, 2, 4);
+            return adaptive.values().mul(adaptive.indices().to(adaptive.values().dtype()).mul(1e-3).add(1.0));
+        };
+        Tensor x = randn(2, 3, 4, 6, 6);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("max_pool3d_with_indices") && plan.contains("adaptive_max_pool3d") && !plan.contains("max_pool2d_with_indices")
+                && !plan.contains("adaptive_max_pool2d"), plan);
+        assertCompiledMatchesEager(f, x, new Tensor[] {w}, 1e-6f);
+    }
 }
