@@ -168,6 +168,14 @@ public final class FrontEndOps {
             .signature(SELF, new Param("kernel_size", "int[1]", null), new Param("stride", "int[1]", "[]"),
                     new Param("padding", "int[1]", "0"), new Param("ceil_mode", "bool", "False"), new Param("count_include_pad", "bool", "True"))
             .doc("`ops.Pooling.avgPool1d` (avg_pool2d over a height-1 plane)").build();
+    /** {@link #MAX_POOL1D} with its indices into the last dimension: two outputs, traced and replayed as one op. */
+    public static final OpDef MAX_POOL1D_WITH_INDICES = OpDef.frontEnd("max_pool1d_with_indices", true).rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("kernel_size", "int[1]", null), new Param("stride", "int[1]", "[]"),
+                    new Param("padding", "int[1]", "0"), new Param("dilation", "int[1]", "1"), new Param("ceil_mode", "bool", "False"))
+            .returns("(Tensor, Tensor)").doc("`ops.Pooling.maxPool1dWithIndices` (max_pool2d_with_indices over a height-1 plane)").build();
+    public static final OpDef ADAPTIVE_MAX_POOL1D = OpDef.frontEnd("adaptive_max_pool1d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("output_size", "int[1]", null)).returns("(Tensor, Tensor)")
+            .doc("`ops.Pooling.adaptiveMaxPool1d` (adaptive_max_pool2d over a height-1 plane)").build();
     public static final OpDef ADAPTIVE_AVG_POOL1D = OpDef.frontEnd("adaptive_avg_pool1d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, new Param("output_size", "int[1]", null))
             .doc("`ops.Pooling.adaptiveAvgPool1d` (adaptive_avg_pool2d over a height-1 plane)").build();

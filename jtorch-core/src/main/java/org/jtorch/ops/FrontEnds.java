@@ -20,7 +20,8 @@ public final class FrontEnds {
     /** Whether {@code op}'s front end returns several tensors ({@link #callAll}). */
     static boolean returnsSeveral(OpDef op) {
         return op == ViewOps.SPLIT || op == ViewOps.SPLIT_WITH_SIZES || op == ViewOps.CHUNK || op == ViewOps.UNBIND
-                || op == FrontEndOps.MAX_POOL3D_WITH_INDICES || op == FrontEndOps.ADAPTIVE_MAX_POOL3D;
+                || op == FrontEndOps.MAX_POOL3D_WITH_INDICES || op == FrontEndOps.ADAPTIVE_MAX_POOL3D
+                || op == FrontEndOps.MAX_POOL1D_WITH_INDICES || op == FrontEndOps.ADAPTIVE_MAX_POOL1D;
     }
 
     /** A front end returning several tensors ({@link #returnsSeveral}), called as {@link #call}: all its outputs, in order. */
@@ -28,6 +29,17 @@ public final class FrontEnds {
         if (op == FrontEndOps.MAX_POOL3D_WITH_INDICES) {
             Lists l = new Lists(args);
             var r = Pooling3d.maxPool3dWithIndices(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
+            return new Tensor[] {r.values(), r.indices()};
+        }
+        if (op == FrontEndOps.MAX_POOL1D_WITH_INDICES) {
+            Lists l = new Lists(args);
+            int[] kernel = one(op, l.next(), "kernel_size"), stride = l.next(), padding = one(op, l.next(), "padding"), dilation = one(op, l.next(), "dilation");
+            var r = Pooling.maxPool1dWithIndices(in[0], kernel[0], stride == null ? null : one(op, stride, "stride")[0], padding[0], dilation[0],
+                    l.rest()[0] != 0);
+            return new Tensor[] {r.values(), r.indices()};
+        }
+        if (op == FrontEndOps.ADAPTIVE_MAX_POOL1D) {
+            var r = Pooling.adaptiveMaxPool1d(in[0], (long) args[0]);
             return new Tensor[] {r.values(), r.indices()};
         }
         if (op == FrontEndOps.ADAPTIVE_MAX_POOL3D) {

@@ -16,8 +16,8 @@ import org.jtorch.types.DType;
 /**
  * Pooling over the last one or two dimensions of {@code (N, C, L)} / {@code (C, L)} or {@code (N, C, H, W)} /
  * {@code (C, H, W)} floating-point inputs, with PyTorch's output-size rules, window clipping, NaN propagation and
- * index layout. 1-D pooling is 2-D pooling of a height-1 image ({@code max_pool1d}, {@code avg_pool1d} and {@code
- * adaptive_avg_pool1d} declared front ends over it, traced as one op each). The backend kernels see contiguous float32 or
+ * index layout. 1-D pooling is 2-D pooling of a height-1 image ({@code max_pool1d(_with_indices)}, {@code avg_pool1d},
+ * {@code adaptive_avg_pool1d} and {@code adaptive_max_pool1d} declared front ends over it, traced as one op each). The backend kernels see contiguous float32 or
  * float64 planes: other floating dtypes compute in float32 and round once, strided inputs (channels-last) are
  * copied first.
  *
@@ -80,6 +80,11 @@ public final class Pooling {
 
     /** {@code max_pool1d(..., return_indices=True)}; a null stride means the kernel size. */
     public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernel, Integer stride, int padding, int dilation, boolean ceilMode) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return valuesIndices(Dispatcher.frontEndAll(FrontEndOps.MAX_POOL1D_WITH_INDICES, new Tensor[] {x}, FrontEnds.lists(new int[][] {{kernel},
+                    list(stride), {padding}, {dilation}}, ceilMode ? 1 : 0), t -> outputs(maxPool("maxPool1d", t[0], 1, new int[] {kernel},
+                    list(stride), new int[] {padding}, new int[] {dilation}, ceilMode, true))));
+        }
         return maxPool("maxPool1d", x, 1, new int[] {kernel}, stride == null ? null : new int[] {stride}, new int[] {padding},
                 new int[] {dilation}, ceilMode, true);
     }
@@ -170,7 +175,19 @@ public final class Pooling {
 
     /** {@code adaptive_max_pool1d} with indices into the last dimension. */
     public static ValuesIndices adaptiveMaxPool1d(Tensor x, long outputSize) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return valuesIndices(Dispatcher.frontEndAll(FrontEndOps.ADAPTIVE_MAX_POOL1D, new Tensor[] {x}, new double[] {outputSize},
+                    t -> outputs(adaptiveMax("adaptiveMaxPool1d", t[0], 1, new long[] {outputSize}))));
+        }
         return adaptiveMax("adaptiveMaxPool1d", x, 1, new long[] {outputSize});
+    }
+
+    private static java.util.List<Tensor> outputs(ValuesIndices r) {
+        return java.util.List.of(r.values(), r.indices());
+    }
+
+    private static ValuesIndices valuesIndices(java.util.List<Tensor> r) {
+        return new ValuesIndices(r.get(0), r.get(1));
     }
 
     private static ValuesIndices adaptiveMax(String op, Tensor x, int dims, long[] outputSize) {
