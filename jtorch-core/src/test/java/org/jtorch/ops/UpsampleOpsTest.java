@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.gson.JsonArray;
-import com.google.gson.JsonObject;
 import java.util.List;
 import java.util.function.Function;
 import java.util.stream.Stream;
@@ -104,11 +103,11 @@ class UpsampleOpsTest {
             boolean grad = c.boolArg("grad", false);
             if (grad) x.requiresGrad_(true);
             Tensor y = Dispatcher.call(op, new Tensor[] {x}, args(c));
-            assertClose(c.expectedTensor(0), y, c + " output");
+            SpatialConformanceTest.assertClose(c.expectedTensor(0), y, c + " output");
             if (grad) {
-                y.backward(upstream(y));
+                y.backward(SpatialConformanceTest.upstream(y));
                 assertNotNull(x.grad(), c + ": no gradient");
-                assertClose(c.expectedTensor(1), x.grad(), c + " gradient");
+                SpatialConformanceTest.assertClose(c.expectedTensor(1), x.grad(), c + " gradient");
             }
         }));
     }
@@ -175,22 +174,5 @@ class UpsampleOpsTest {
             assertEquals("interpolate (upsample_nearest2d): input and output sizes should be greater than 0, but got input [4, 5] and output "
                     + "[0, 4] for input of shape [1, 2, 4, 5] (torch.float32, " + x.device() + ")", e.getMessage());
         }
-    }
-
-    private static void assertClose(JsonObject expected, Tensor actual, String what) {
-        DType dtype = DType.parse(expected.get("dtype").getAsString());
-        double tol = switch (dtype) {
-            case FLOAT64 -> 1e-10;
-            case BFLOAT16 -> 1e-2;
-            default -> 2e-5;
-        };
-        Fixtures.assertMatches(expected, actual, tol, tol, what);
-    }
-
-    /** {@code w[i] = sin(0.7 i + 0.3)} in the output's shape and dtype, as the generator's upstream gradient. */
-    private static Tensor upstream(Tensor out) {
-        double[] w = new double[Math.toIntExact(out.numel())];
-        for (int i = 0; i < w.length; i++) w[i] = Math.sin(0.7 * i + 0.3);
-        return Torch.tensor(w, out.shape()).to(out.device(), out.dtype());
     }
 }
