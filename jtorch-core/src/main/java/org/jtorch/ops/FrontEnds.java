@@ -32,10 +32,8 @@ public final class FrontEnds {
             return new Tensor[] {r.values(), r.indices()};
         }
         if (op == FrontEndOps.MAX_POOL1D_WITH_INDICES) {
-            Lists l = new Lists(args);
-            int[] kernel = one(op, l.next(), "kernel_size"), stride = l.next(), padding = one(op, l.next(), "padding"), dilation = one(op, l.next(), "dilation");
-            var r = Pooling.maxPool1dWithIndices(in[0], kernel[0], stride == null ? null : one(op, stride, "stride")[0], padding[0], dilation[0],
-                    l.rest()[0] != 0);
+            Pool1dArgs p = Pool1dArgs.of(op, args, true);
+            var r = Pooling.maxPool1dWithIndices(in[0], p.kernel(), p.stride(), p.padding(), p.dilation(), p.flags()[0] != 0);
             return new Tensor[] {r.values(), r.indices()};
         }
         if (op == FrontEndOps.ADAPTIVE_MAX_POOL1D) {
@@ -201,15 +199,12 @@ public final class FrontEnds {
             return Pooling.maxPool2d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
         }
         if (op == FrontEndOps.MAX_POOL1D) {
-            Lists l = new Lists(args);
-            int[] kernel = one(op, l.next(), "kernel_size"), stride = l.next(), padding = one(op, l.next(), "padding"), dilation = one(op, l.next(), "dilation");
-            return Pooling.maxPool1d(in[0], kernel[0], stride == null ? null : one(op, stride, "stride")[0], padding[0], dilation[0], l.rest()[0] != 0);
+            Pool1dArgs p = Pool1dArgs.of(op, args, true);
+            return Pooling.maxPool1d(in[0], p.kernel(), p.stride(), p.padding(), p.dilation(), p.flags()[0] != 0);
         }
         if (op == FrontEndOps.AVG_POOL1D) {
-            Lists l = new Lists(args);
-            int[] kernel = one(op, l.next(), "kernel_size"), stride = l.next(), padding = one(op, l.next(), "padding");
-            double[] rest = l.rest();
-            return Pooling.avgPool1d(in[0], kernel[0], stride == null ? null : one(op, stride, "stride")[0], padding[0], rest[0] != 0, rest[1] != 0);
+            Pool1dArgs p = Pool1dArgs.of(op, args, false);
+            return Pooling.avgPool1d(in[0], p.kernel(), p.stride(), p.padding(), p.flags()[0] != 0, p.flags()[1] != 0);
         }
         if (op == FrontEndOps.ADAPTIVE_AVG_POOL1D) return Pooling.adaptiveAvgPool1d(in[0], (long) args[0]);
         if (op == FrontEndOps.MAX_POOL3D) {
@@ -253,12 +248,23 @@ public final class FrontEnds {
         }
     }
 
-    /** A 1-d pool's list argument: exactly one value. */
-    private static int[] one(OpDef op, int[] list, String name) {
-        if (list == null || list.length != 1) {
-            throw new IllegalArgumentException(op.pyName() + ": " + name + " must be one int, got " + java.util.Arrays.toString(list));
+    /** A 1-d pool's traced lists, one int each (a missing stride: null), then its flags (ceil_mode, ...). */
+    private record Pool1dArgs(int kernel, Integer stride, int padding, int dilation, double[] flags) {
+        static Pool1dArgs of(OpDef op, double[] args, boolean dilated) {
+            Lists l = new Lists(args);
+            int kernel = one(op, l.next(), "kernel_size");
+            int[] stride = l.next();
+            int padding = one(op, l.next(), "padding");
+            int dilation = dilated ? one(op, l.next(), "dilation") : 1;
+            return new Pool1dArgs(kernel, stride == null ? null : one(op, stride, "stride"), padding, dilation, l.rest());
         }
-        return list;
+
+        private static int one(OpDef op, int[] list, String name) {
+            if (list == null || list.length != 1) {
+                throw new IllegalArgumentException(op.pyName() + ": " + name + " must be one int, got " + java.util.Arrays.toString(list));
+            }
+            return list[0];
+        }
     }
 
     private static int[] ints(double[] args, int from, int to) {

@@ -17,9 +17,9 @@ import org.jtorch.types.DType;
  * Pooling over the last one or two dimensions of {@code (N, C, L)} / {@code (C, L)} or {@code (N, C, H, W)} /
  * {@code (C, H, W)} floating-point inputs, with PyTorch's output-size rules, window clipping, NaN propagation and
  * index layout. 1-D pooling is 2-D pooling of a height-1 image ({@code max_pool1d(_with_indices)}, {@code avg_pool1d},
- * {@code adaptive_avg_pool1d} and {@code adaptive_max_pool1d} declared front ends over it, traced as one op each). The backend kernels see contiguous float32 or
- * float64 planes: other floating dtypes compute in float32 and round once, strided inputs (channels-last) are
- * copied first.
+ * {@code adaptive_avg_pool1d} and {@code adaptive_max_pool1d} declared front ends over it, traced as one op each). The
+ * backend kernels see contiguous float32 or float64 planes: other floating dtypes compute in float32 and round once,
+ * strided inputs (channels-last) are copied first.
  *
  * <p>Every pooling here is a declared op ({@link PoolingOps}): these front ends check the call as PyTorch does and
  * compute its geometry, and the dispatcher runs the kernels, autograd (max pooling's backward scatters the gradient
@@ -182,11 +182,12 @@ public final class Pooling {
         return adaptiveMax("adaptiveMaxPool1d", x, 1, new long[] {outputSize});
     }
 
-    private static java.util.List<Tensor> outputs(ValuesIndices r) {
+    /** A max pool's outputs as a front end returns them ({@code Dispatcher.frontEndAll}), and back. */
+    static java.util.List<Tensor> outputs(ValuesIndices r) {
         return java.util.List.of(r.values(), r.indices());
     }
 
-    private static ValuesIndices valuesIndices(java.util.List<Tensor> r) {
+    static ValuesIndices valuesIndices(java.util.List<Tensor> r) {
         return new ValuesIndices(r.get(0), r.get(1));
     }
 

@@ -46,19 +46,11 @@ public final class Pooling3d {
     public static ValuesIndices maxPool3dWithIndices(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation,
                                                      boolean ceilMode) {
         if (Dispatcher.wrapsFrontEnds()) {
-            return pair(Dispatcher.frontEndAll(FrontEndOps.MAX_POOL3D_WITH_INDICES, new Tensor[] {x},
+            return Pooling.valuesIndices(Dispatcher.frontEndAll(FrontEndOps.MAX_POOL3D_WITH_INDICES, new Tensor[] {x},
                     FrontEnds.lists(new int[][] {kernel, stride, padding, dilation}, ceilMode ? 1 : 0),
-                    t -> list(maxPool3dWithIndices("maxPool3d", t[0], kernel, stride, padding, dilation, ceilMode, true))));
+                    t -> Pooling.outputs(maxPool3dWithIndices("maxPool3d", t[0], kernel, stride, padding, dilation, ceilMode, true))));
         }
         return maxPool3dWithIndices("maxPool3d", x, kernel, stride, padding, dilation, ceilMode, true);
-    }
-
-    private static java.util.List<Tensor> list(ValuesIndices r) {
-        return java.util.List.of(r.values(), r.indices());
-    }
-
-    private static ValuesIndices pair(java.util.List<Tensor> r) {
-        return new ValuesIndices(r.get(0), r.get(1));
     }
 
     private static ValuesIndices maxPool3dWithIndices(String op, Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation,
@@ -173,8 +165,8 @@ public final class Pooling3d {
     public static ValuesIndices adaptiveMaxPool3d(Tensor x, long... outputSize) {
         Adaptive a = adaptive("adaptiveMaxPool3d", x, outputSize);
         if (Dispatcher.wrapsFrontEnds()) {
-            return pair(Dispatcher.frontEndAll(FrontEndOps.ADAPTIVE_MAX_POOL3D, new Tensor[] {x}, FrontEnds.args(a.out),
-                    t -> list(adaptiveMaxPooled(t[0], a))));
+            return Pooling.valuesIndices(Dispatcher.frontEndAll(FrontEndOps.ADAPTIVE_MAX_POOL3D, new Tensor[] {x}, FrontEnds.args(a.out),
+                    t -> Pooling.outputs(adaptiveMaxPooled(t[0], a))));
         }
         return adaptiveMaxPooled(x, a);
     }
