@@ -18,6 +18,13 @@ public final class FrontEndOps {
 
     private static final Param SELF = Param.tensor("self");
 
+    /** A max pool's signature over {@code rank} dimensions: {@code self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False}. */
+    private static Param[] maxPool(int rank) {
+        String list = "int[" + rank + "]";
+        return new Param[] {SELF, new Param("kernel_size", list, null), new Param("stride", list, "[]"), new Param("padding", list, "0"),
+                new Param("dilation", list, "1"), new Param("ceil_mode", "bool", "False")};
+    }
+
     /** A contiguous tensor: the tensor itself (an alias) or a copy. */
     public static final OpDef CONTIGUOUS = OpDef.frontEnd("contiguous", true).rule(SAME).signature(SELF)
             .doc("an alias or a copy").build();
@@ -150,9 +157,7 @@ public final class FrontEndOps {
                     new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null), new Param("use_input_stats", "bool", null),
                     new Param("momentum", "float", null), new Param("eps", "float", null))
             .doc("`ops.Normalization.instanceNorm` (with `use_input_stats`, updates the running statistics in place)").build();
-    public static final OpDef MAX_POOL2D = OpDef.frontEnd("max_pool2d", true).rule(SAME_NO_BOOL)
-            .signature(SELF, new Param("kernel_size", "int[2]", null), new Param("stride", "int[2]", "[]"),
-                    new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"), new Param("ceil_mode", "bool", "False"))
+    public static final OpDef MAX_POOL2D = OpDef.frontEnd("max_pool2d", true).rule(SAME_NO_BOOL).signature(maxPool(2))
             .doc("`ops.Pooling.maxPool2d`").build();
 
     /**
@@ -160,18 +165,14 @@ public final class FrontEndOps {
      * replayed as one op each. Lists are traced as {@link #MAX_POOL2D}'s (a missing stride as length -1). No autocast
      * policy, as PyTorch 1.13's lists.
      */
-    public static final OpDef MAX_POOL1D = OpDef.frontEnd("max_pool1d", true).rule(SAME_NO_BOOL)
-            .signature(SELF, new Param("kernel_size", "int[1]", null), new Param("stride", "int[1]", "[]"),
-                    new Param("padding", "int[1]", "0"), new Param("dilation", "int[1]", "1"), new Param("ceil_mode", "bool", "False"))
+    public static final OpDef MAX_POOL1D = OpDef.frontEnd("max_pool1d", true).rule(SAME_NO_BOOL).signature(maxPool(1))
             .doc("`ops.Pooling.maxPool1d` (max_pool2d_with_indices over a height-1 plane)").build();
     public static final OpDef AVG_POOL1D = OpDef.frontEnd("avg_pool1d", true).rule(SAME_NO_BOOL)
             .signature(SELF, new Param("kernel_size", "int[1]", null), new Param("stride", "int[1]", "[]"),
                     new Param("padding", "int[1]", "0"), new Param("ceil_mode", "bool", "False"), new Param("count_include_pad", "bool", "True"))
             .doc("`ops.Pooling.avgPool1d` (avg_pool2d over a height-1 plane)").build();
     /** {@link #MAX_POOL1D} with its indices into the last dimension: two outputs, traced and replayed as one op. */
-    public static final OpDef MAX_POOL1D_WITH_INDICES = OpDef.frontEnd("max_pool1d_with_indices", true).rule(SAME_NO_BOOL)
-            .signature(SELF, new Param("kernel_size", "int[1]", null), new Param("stride", "int[1]", "[]"),
-                    new Param("padding", "int[1]", "0"), new Param("dilation", "int[1]", "1"), new Param("ceil_mode", "bool", "False"))
+    public static final OpDef MAX_POOL1D_WITH_INDICES = OpDef.frontEnd("max_pool1d_with_indices", true).rule(SAME_NO_BOOL).signature(maxPool(1))
             .returns("(Tensor, Tensor)").doc("`ops.Pooling.maxPool1dWithIndices` (max_pool2d_with_indices over a height-1 plane)").build();
     public static final OpDef ADAPTIVE_MAX_POOL1D = OpDef.frontEnd("adaptive_max_pool1d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, new Param("output_size", "int[1]", null)).returns("(Tensor, Tensor)")
@@ -181,9 +182,7 @@ public final class FrontEndOps {
             .doc("`ops.Pooling.adaptiveAvgPool1d` (adaptive_avg_pool2d over a height-1 plane)").build();
 
     /** A composite of two 2-d max pools (see {@code ops.Pooling3d}), traced and replayed as one op. */
-    public static final OpDef MAX_POOL3D = OpDef.frontEnd("max_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
-            .signature(SELF, new Param("kernel_size", "int[3]", null), new Param("stride", "int[3]", "[]"),
-                    new Param("padding", "int[3]", "0"), new Param("dilation", "int[3]", "1"), new Param("ceil_mode", "bool", "False"))
+    public static final OpDef MAX_POOL3D = OpDef.frontEnd("max_pool3d", true).rule(DTypeRule.FLOATING_ONLY).signature(maxPool(3))
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.maxPool3d` (separable: two passes of the 2-d kernels)").build();
     /**
@@ -206,9 +205,7 @@ public final class FrontEndOps {
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.maxUnpool3d` (a scatter of the values to their recorded positions)").build();
     /** {@link #MAX_POOL3D} with its indices (flat {@code d * H * W + h * W + w}): two outputs, traced and replayed as one op. */
-    public static final OpDef MAX_POOL3D_WITH_INDICES = OpDef.frontEnd("max_pool3d_with_indices", true).rule(DTypeRule.FLOATING_ONLY)
-            .signature(SELF, new Param("kernel_size", "int[3]", null), new Param("stride", "int[3]", "[]"),
-                    new Param("padding", "int[3]", "0"), new Param("dilation", "int[3]", "1"), new Param("ceil_mode", "bool", "False"))
+    public static final OpDef MAX_POOL3D_WITH_INDICES = OpDef.frontEnd("max_pool3d_with_indices", true).rule(DTypeRule.FLOATING_ONLY).signature(maxPool(3))
             .returns("(Tensor, Tensor)").doc("`ops.Pooling3d.maxPool3dWithIndices` (separable: two passes of the 2-d kernels)").build();
     /** Values and indices, the output size resolved; float32 under CPU autocast, as PyTorch 1.13's list. */
     public static final OpDef ADAPTIVE_MAX_POOL3D = OpDef.frontEnd("adaptive_max_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
