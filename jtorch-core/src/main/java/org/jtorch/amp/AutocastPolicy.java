@@ -61,7 +61,7 @@ public final class AutocastPolicy {
                     fft_irfftn fft_hfft fft_ihfft linalg_cond linalg_matrix_rank linalg_solve linalg_cholesky
                     linalg_svdvals linalg_eigvals linalg_eigvalsh linalg_inv linalg_householder_product
                     linalg_tensorinv linalg_tensorsolve fake_quantize_per_tensor_affine geqrf _lu_with_info qr svd
-                    symeig triangular_solve fractional_max_pool2d fractional_max_pool3d adaptive_max_pool3d
+                    symeig triangular_solve fractional_max_pool2d fractional_max_pool3d
                     multilabel_margin_loss_forward linalg_qr linalg_cholesky_ex linalg_svd linalg_eig linalg_eigh
                     linalg_lstsq linalg_inv_ex linalg_matrix_norm grid_sampler_2d _grid_sampler_2d_cpu_fallback
                     grid_sampler_3d""");

@@ -7,7 +7,7 @@ import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max, average and adaptive average pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max (with or without indices), average, adaptive average and adaptive max pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, {@code F.interpolate}'s modes ({@code upsample_*}), the 1-d pools, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -17,6 +17,13 @@ public final class FrontEndOps {
     private FrontEndOps() {}
 
     private static final Param SELF = Param.tensor("self");
+
+    /** A max pool's signature over {@code rank} dimensions: {@code self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False}. */
+    private static Param[] maxPool(int rank) {
+        String list = "int[" + rank + "]";
+        return new Param[] {SELF, new Param("kernel_size", list, null), new Param("stride", list, "[]"), new Param("padding", list, "0"),
+                new Param("dilation", list, "1"), new Param("ceil_mode", "bool", "False")};
+    }
 
     /** A contiguous tensor: the tensor itself (an alias) or a copy. */
     public static final OpDef CONTIGUOUS = OpDef.frontEnd("contiguous", true).rule(SAME).signature(SELF)
@@ -150,15 +157,32 @@ public final class FrontEndOps {
                     new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null), new Param("use_input_stats", "bool", null),
                     new Param("momentum", "float", null), new Param("eps", "float", null))
             .doc("`ops.Normalization.instanceNorm` (with `use_input_stats`, updates the running statistics in place)").build();
-    public static final OpDef MAX_POOL2D = OpDef.frontEnd("max_pool2d", true).rule(SAME_NO_BOOL)
-            .signature(SELF, new Param("kernel_size", "int[2]", null), new Param("stride", "int[2]", "[]"),
-                    new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"), new Param("ceil_mode", "bool", "False"))
+    public static final OpDef MAX_POOL2D = OpDef.frontEnd("max_pool2d", true).rule(SAME_NO_BOOL).signature(maxPool(2))
             .doc("`ops.Pooling.maxPool2d`").build();
 
+    /**
+     * The 1-d pools, PyTorch's signatures: the declared 2-d kernels over a height-1 plane ({@code ops.Pooling}), traced and
+     * replayed as one op each. Lists are traced as {@link #MAX_POOL2D}'s (a missing stride as length -1). No autocast
+     * policy, as PyTorch 1.13's lists.
+     */
+    public static final OpDef MAX_POOL1D = OpDef.frontEnd("max_pool1d", true).rule(SAME_NO_BOOL).signature(maxPool(1))
+            .doc("`ops.Pooling.maxPool1d` (max_pool2d_with_indices over a height-1 plane)").build();
+    public static final OpDef AVG_POOL1D = OpDef.frontEnd("avg_pool1d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("kernel_size", "int[1]", null), new Param("stride", "int[1]", "[]"),
+                    new Param("padding", "int[1]", "0"), new Param("ceil_mode", "bool", "False"), new Param("count_include_pad", "bool", "True"))
+            .doc("`ops.Pooling.avgPool1d` (avg_pool2d over a height-1 plane)").build();
+    /** {@link #MAX_POOL1D} with its indices into the last dimension: two outputs, traced and replayed as one op. */
+    public static final OpDef MAX_POOL1D_WITH_INDICES = OpDef.frontEnd("max_pool1d_with_indices", true).rule(SAME_NO_BOOL).signature(maxPool(1))
+            .returns("(Tensor, Tensor)").doc("`ops.Pooling.maxPool1dWithIndices` (max_pool2d_with_indices over a height-1 plane)").build();
+    public static final OpDef ADAPTIVE_MAX_POOL1D = OpDef.frontEnd("adaptive_max_pool1d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("output_size", "int[1]", null)).returns("(Tensor, Tensor)")
+            .doc("`ops.Pooling.adaptiveMaxPool1d` (adaptive_max_pool2d over a height-1 plane)").build();
+    public static final OpDef ADAPTIVE_AVG_POOL1D = OpDef.frontEnd("adaptive_avg_pool1d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("output_size", "int[1]", null))
+            .doc("`ops.Pooling.adaptiveAvgPool1d` (adaptive_avg_pool2d over a height-1 plane)").build();
+
     /** A composite of two 2-d max pools (see {@code ops.Pooling3d}), traced and replayed as one op. */
-    public static final OpDef MAX_POOL3D = OpDef.frontEnd("max_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
-            .signature(SELF, new Param("kernel_size", "int[3]", null), new Param("stride", "int[3]", "[]"),
-                    new Param("padding", "int[3]", "0"), new Param("dilation", "int[3]", "1"), new Param("ceil_mode", "bool", "False"))
+    public static final OpDef MAX_POOL3D = OpDef.frontEnd("max_pool3d", true).rule(DTypeRule.FLOATING_ONLY).signature(maxPool(3))
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.maxPool3d` (separable: two passes of the 2-d kernels)").build();
     /**
@@ -180,6 +204,14 @@ public final class FrontEndOps {
                     new Param("padding", "int[3]", null))
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.maxUnpool3d` (a scatter of the values to their recorded positions)").build();
+    /** {@link #MAX_POOL3D} with its indices (flat {@code d * H * W + h * W + w}): two outputs, traced and replayed as one op. */
+    public static final OpDef MAX_POOL3D_WITH_INDICES = OpDef.frontEnd("max_pool3d_with_indices", true).rule(DTypeRule.FLOATING_ONLY).signature(maxPool(3))
+            .returns("(Tensor, Tensor)").doc("`ops.Pooling3d.maxPool3dWithIndices` (separable: two passes of the 2-d kernels)").build();
+    /** Values and indices, the output size resolved; float32 under CPU autocast, as PyTorch 1.13's list. */
+    public static final OpDef ADAPTIVE_MAX_POOL3D = OpDef.frontEnd("adaptive_max_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("output_size", "SymInt[3]", null)).returns("(Tensor, Tensor)")
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
+            .doc("`ops.Pooling3d.adaptiveMaxPool3d` (separable: two passes of the 2-d kernels)").build();
     public static final OpDef ADAPTIVE_AVG_POOL3D = OpDef.frontEnd("adaptive_avg_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, new Param("output_size", "SymInt[3]", null))
             .autocast(Device.Type.CPU, CastPolicy.FP32)
@@ -213,5 +245,36 @@ public final class FrontEndOps {
     /** {@code (*, C, H r, W r) -> (*, C r^2, H, W)}, {@link #PIXEL_SHUFFLE}'s inverse. */
     public static final OpDef PIXEL_UNSHUFFLE = OpDef.frontEnd("pixel_unshuffle", true).rule(SAME)
             .signature(SELF, new Param("downscale_factor", "int", null)).doc("`ops.Resampling.pixelUnshuffle` (reshape, permute, reshape)").build();
+
+    /**
+     * {@code F.interpolate}'s modes, one op per mode and spatial rank as PyTorch's: the output size resolved, then
+     * (interpolating modes) {@code align_corners}, then one scale per spatial dimension, None where the source index uses
+     * {@code in / out} (a size given, or {@code recompute_scale_factor}), traced as 0. Separable gathers and weighted sums
+     * ({@code ops.Resampling}), so the gradient is theirs. No autocast policy: PyTorch 1.13's lists have none of them.
+     */
+    public static final OpDef UPSAMPLE_NEAREST1D = upsample("upsample_nearest1d", 1, false);
+    public static final OpDef UPSAMPLE_NEAREST2D = upsample("upsample_nearest2d", 2, false);
+    public static final OpDef UPSAMPLE_NEAREST3D = upsample("upsample_nearest3d", 3, false);
+    public static final OpDef UPSAMPLE_NEAREST_EXACT1D = upsample("_upsample_nearest_exact1d", 1, false);
+    public static final OpDef UPSAMPLE_NEAREST_EXACT2D = upsample("_upsample_nearest_exact2d", 2, false);
+    public static final OpDef UPSAMPLE_NEAREST_EXACT3D = upsample("_upsample_nearest_exact3d", 3, false);
+    public static final OpDef UPSAMPLE_LINEAR1D = upsample("upsample_linear1d", 1, true);
+    public static final OpDef UPSAMPLE_BILINEAR2D = upsample("upsample_bilinear2d", 2, true);
+    public static final OpDef UPSAMPLE_BICUBIC2D = upsample("upsample_bicubic2d", 2, true);
+    public static final OpDef UPSAMPLE_TRILINEAR3D = upsample("upsample_trilinear3d", 3, true);
+    /** {@code F.interpolate(antialias=True)}: a downscaling dimension low-pass filtered as it is resampled. */
+    public static final OpDef UPSAMPLE_BILINEAR2D_AA = upsample("_upsample_bilinear2d_aa", 2, true);
+    public static final OpDef UPSAMPLE_BICUBIC2D_AA = upsample("_upsample_bicubic2d_aa", 2, true);
+
+    private static OpDef upsample(String name, int spatial, boolean interpolating) {
+        java.util.List<Param> params = new java.util.ArrayList<>(java.util.List.of(SELF, new Param("output_size", "SymInt[" + spatial + "]", null)));
+        if (interpolating) params.add(new Param("align_corners", "bool", null));
+        String[] scales = spatial == 1 ? new String[] {"scales"} : spatial == 2 ? new String[] {"scales_h", "scales_w"}
+                : new String[] {"scales_d", "scales_h", "scales_w"};
+        for (String s : scales) params.add(new Param(s, "float?", "None"));
+        return OpDef.frontEnd(name, true).rule(interpolating ? DTypeRule.FLOATING_ONLY : SAME).signature(params.toArray(new Param[0]))
+                .doc("`ops.Resampling.interpolate` (separable: " + (interpolating ? "gathers and weighted sums" : "one gather") + " per dimension)")
+                .build();
+    }
 
 }

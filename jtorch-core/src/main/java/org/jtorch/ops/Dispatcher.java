@@ -149,6 +149,25 @@ public final class Dispatcher {
         return body.apply(inputs);
     }
 
+    /**
+     * {@link #frontEnd} of a front end returning several tensors (a max pool's values and indices): autocast casts the
+     * inputs once by the op's policy, the trace records one op with all its outputs ({@link #traceFrontEndAll}).
+     */
+    public static List<Tensor> frontEndAll(OpDef op, Tensor[] inputs, double[] args, java.util.function.Function<Tensor[], List<Tensor>> body) {
+        if (autocast.isActive()) {
+            // the layer returns one tensor: the others are kept from the same call
+            List<List<Tensor>> outputs = new java.util.ArrayList<>(1);
+            Tensor first = autocast.run(op.pyName(), t -> {
+                List<Tensor> all = frontEndAll(op, t, args, body);
+                outputs.add(all);
+                return all.get(0);
+            }, inputs);
+            if (first != null) return outputs.get(0);
+        }
+        if (tracing()) return traceFrontEndAll(op, inputs, args, () -> body.apply(inputs));
+        return body.apply(inputs);
+    }
+
     /** Runs {@code body} with this thread's trace hook suspended (the tracer's own work: nothing in it is traced). */
     public static <T> T withoutTrace(java.util.function.Supplier<T> body) {
         TraceHook<Tensor> hook = TRACE.get();

@@ -19,11 +19,34 @@ public final class FrontEnds {
 
     /** Whether {@code op}'s front end returns several tensors ({@link #callAll}). */
     static boolean returnsSeveral(OpDef op) {
-        return op == ViewOps.SPLIT || op == ViewOps.SPLIT_WITH_SIZES || op == ViewOps.CHUNK || op == ViewOps.UNBIND;
+        return op == ViewOps.SPLIT || op == ViewOps.SPLIT_WITH_SIZES || op == ViewOps.CHUNK || op == ViewOps.UNBIND
+                || op == FrontEndOps.MAX_POOL3D_WITH_INDICES || op == FrontEndOps.ADAPTIVE_MAX_POOL3D
+                || op == FrontEndOps.MAX_POOL1D_WITH_INDICES || op == FrontEndOps.ADAPTIVE_MAX_POOL1D;
     }
 
     /** A front end returning several tensors ({@link #returnsSeveral}), called as {@link #call}: all its outputs, in order. */
     static Tensor[] callAll(OpDef op, Tensor[] in, double[] args) {
+        if (op == FrontEndOps.MAX_POOL3D_WITH_INDICES) {
+            Lists l = new Lists(args);
+            var r = Pooling3d.maxPool3dWithIndices(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
+            return new Tensor[] {r.values(), r.indices()};
+        }
+        if (op == FrontEndOps.MAX_POOL1D_WITH_INDICES) {
+            Pool1dArgs p = Pool1dArgs.of(op, args, true);
+            var r = Pooling.maxPool1dWithIndices(in[0], p.kernel(), p.stride(), p.padding(), p.dilation(), p.flags()[0] != 0);
+            return new Tensor[] {r.values(), r.indices()};
+        }
+        if (op == FrontEndOps.ADAPTIVE_MAX_POOL1D) {
+            var r = Pooling.adaptiveMaxPool1d(in[0], (long) args[0]);
+            return new Tensor[] {r.values(), r.indices()};
+        }
+        if (op == FrontEndOps.ADAPTIVE_MAX_POOL3D) {
+            if (args.length != 3) {
+                throw new IllegalArgumentException(op.pyName() + ": output_size must be 3 sizes, got " + java.util.Arrays.toString(longs(args)));
+            }
+            var r = Pooling3d.adaptiveMaxPool3d(in[0], longs(args));
+            return new Tensor[] {r.values(), r.indices()};
+        }
         java.util.List<Tensor> r;
         if (op == ViewOps.SPLIT) r = in[0].split((long) args[0], (int) args[1]);
         else if (op == ViewOps.SPLIT_WITH_SIZES) r = in[0].split(longs(java.util.Arrays.copyOfRange(args, 1, args.length)), (int) args[0]);
@@ -175,6 +198,15 @@ public final class FrontEnds {
             Lists l = new Lists(args);
             return Pooling.maxPool2d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
         }
+        if (op == FrontEndOps.MAX_POOL1D) {
+            Pool1dArgs p = Pool1dArgs.of(op, args, true);
+            return Pooling.maxPool1d(in[0], p.kernel(), p.stride(), p.padding(), p.dilation(), p.flags()[0] != 0);
+        }
+        if (op == FrontEndOps.AVG_POOL1D) {
+            Pool1dArgs p = Pool1dArgs.of(op, args, false);
+            return Pooling.avgPool1d(in[0], p.kernel(), p.stride(), p.padding(), p.flags()[0] != 0, p.flags()[1] != 0);
+        }
+        if (op == FrontEndOps.ADAPTIVE_AVG_POOL1D) return Pooling.adaptiveAvgPool1d(in[0], (long) args[0]);
         if (op == FrontEndOps.MAX_POOL3D) {
             Lists l = new Lists(args);
             return Pooling3d.maxPool3d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
@@ -190,6 +222,7 @@ public final class FrontEnds {
         if (Padding.modeOf(op) != null) return Padding.padAs(op, in[0], longs(args));
         if (op == FrontEndOps.PIXEL_SHUFFLE) return Resampling.pixelShuffle(in[0], (int) args[0]);
         if (op == FrontEndOps.PIXEL_UNSHUFFLE) return Resampling.pixelUnshuffle(in[0], (int) args[0]);
+        if (Resampling.isUpsample(op)) return Resampling.upsampleAs(op, in[0], args);
         throw new IllegalStateException(op.name() + " has no front end to call");
     }
 
@@ -212,6 +245,25 @@ public final class FrontEnds {
 
         double[] rest() {
             return java.util.Arrays.copyOfRange(args, at, args.length);
+        }
+    }
+
+    /** A 1-d pool's traced lists, one int each (a missing stride: null), then its flags (ceil_mode, ...). */
+    private record Pool1dArgs(int kernel, Integer stride, int padding, int dilation, double[] flags) {
+        static Pool1dArgs of(OpDef op, double[] args, boolean dilated) {
+            Lists l = new Lists(args);
+            int kernel = one(op, l.next(), "kernel_size");
+            int[] stride = l.next();
+            int padding = one(op, l.next(), "padding");
+            int dilation = dilated ? one(op, l.next(), "dilation") : 1;
+            return new Pool1dArgs(kernel, stride == null ? null : one(op, stride, "stride"), padding, dilation, l.rest());
+        }
+
+        private static int one(OpDef op, int[] list, String name) {
+            if (list == null || list.length != 1) {
+                throw new IllegalArgumentException(op.pyName() + ": " + name + " must be one int, got " + java.util.Arrays.toString(list));
+            }
+            return list[0];
         }
     }
 

@@ -16,9 +16,10 @@ import org.jtorch.types.DType;
 /**
  * Pooling over the last one or two dimensions of {@code (N, C, L)} / {@code (C, L)} or {@code (N, C, H, W)} /
  * {@code (C, H, W)} floating-point inputs, with PyTorch's output-size rules, window clipping, NaN propagation and
- * index layout. 1-D pooling is 2-D pooling of a height-1 image. The backend kernels see contiguous float32 or
- * float64 planes: other floating dtypes compute in float32 and round once, strided inputs (channels-last) are
- * copied first.
+ * index layout. 1-D pooling is 2-D pooling of a height-1 image ({@code max_pool1d(_with_indices)}, {@code avg_pool1d},
+ * {@code adaptive_avg_pool1d} and {@code adaptive_max_pool1d} declared front ends over it, traced as one op each). The
+ * backend kernels see contiguous float32 or float64 planes: other floating dtypes compute in float32 and round once,
+ * strided inputs (channels-last) are copied first.
  *
  * <p>Every pooling here is a declared op ({@link PoolingOps}): these front ends check the call as PyTorch does and
  * compute its geometry, and the dispatcher runs the kernels, autograd (max pooling's backward scatters the gradient
@@ -47,6 +48,19 @@ public final class Pooling {
 
     /** {@code max_pool1d} over the last dimension of {@code (N, C, L)} or {@code (C, L)}; a null stride means the kernel size. */
     public static Tensor maxPool1d(Tensor x, int kernel, Integer stride, int padding, int dilation, boolean ceilMode) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.MAX_POOL1D, new Tensor[] {x}, FrontEnds.lists(new int[][] {{kernel}, list(stride), {padding},
+                    {dilation}}, ceilMode ? 1 : 0), t -> maxPool1dValues(t[0], kernel, stride, padding, dilation, ceilMode));
+        }
+        return maxPool1dValues(x, kernel, stride, padding, dilation, ceilMode);
+    }
+
+    /** A null stride (PyTorch's None) as an absent list, as the trace records it. */
+    private static int[] list(Integer stride) {
+        return stride == null ? null : new int[] {stride};
+    }
+
+    private static Tensor maxPool1dValues(Tensor x, int kernel, Integer stride, int padding, int dilation, boolean ceilMode) {
         // PyTorch 1.13's CPU max_pool1d without autograd has its own check, which accepts an output length of 0
         // (max_pool1d(randn(2, 3, 1), 2, 1) has shape [2, 3, 0]); with grad, or on another device, it goes through
         // max_pool1d_with_indices, which refuses it.
@@ -66,6 +80,11 @@ public final class Pooling {
 
     /** {@code max_pool1d(..., return_indices=True)}; a null stride means the kernel size. */
     public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernel, Integer stride, int padding, int dilation, boolean ceilMode) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return valuesIndices(Dispatcher.frontEndAll(FrontEndOps.MAX_POOL1D_WITH_INDICES, new Tensor[] {x}, FrontEnds.lists(new int[][] {{kernel},
+                    list(stride), {padding}, {dilation}}, ceilMode ? 1 : 0), t -> outputs(maxPool("maxPool1d", t[0], 1, new int[] {kernel},
+                    list(stride), new int[] {padding}, new int[] {dilation}, ceilMode, true))));
+        }
         return maxPool("maxPool1d", x, 1, new int[] {kernel}, stride == null ? null : new int[] {stride}, new int[] {padding},
                 new int[] {dilation}, ceilMode, true);
     }
@@ -103,6 +122,14 @@ public final class Pooling {
 
     /** {@code avg_pool1d} over the last dimension; a null stride means the kernel size. */
     public static Tensor avgPool1d(Tensor x, int kernel, Integer stride, int padding, boolean ceilMode, boolean countIncludePad) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.AVG_POOL1D, new Tensor[] {x}, FrontEnds.lists(new int[][] {{kernel}, list(stride), {padding}},
+                    ceilMode ? 1 : 0, countIncludePad ? 1 : 0), t -> averaged1d(t[0], kernel, stride, padding, ceilMode, countIncludePad));
+        }
+        return averaged1d(x, kernel, stride, padding, ceilMode, countIncludePad);
+    }
+
+    private static Tensor averaged1d(Tensor x, int kernel, Integer stride, int padding, boolean ceilMode, boolean countIncludePad) {
         Geometry geo = geometry("avgPool1d", x, 1, new int[] {kernel}, stride == null ? null : new int[] {stride}, new int[] {padding},
                 new int[] {1}, ceilMode, false);
         return avgPool(x, geo.g, 1, countIncludePad, 0);
@@ -129,6 +156,10 @@ public final class Pooling {
 
     /** {@code adaptive_avg_pool1d} of {@code (N, C, L)} or {@code (C, L)} to length {@code outputSize}. */
     public static Tensor adaptiveAvgPool1d(Tensor x, long outputSize) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.ADAPTIVE_AVG_POOL1D, new Tensor[] {x}, new double[] {outputSize},
+                    t -> adaptiveAvg(adaptive("adaptiveAvgPool1d", t[0], 1, new long[] {outputSize}), 1, t[0]));
+        }
         return adaptiveAvg(adaptive("adaptiveAvgPool1d", x, 1, new long[] {outputSize}), 1, x);
     }
 
@@ -144,7 +175,20 @@ public final class Pooling {
 
     /** {@code adaptive_max_pool1d} with indices into the last dimension. */
     public static ValuesIndices adaptiveMaxPool1d(Tensor x, long outputSize) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return valuesIndices(Dispatcher.frontEndAll(FrontEndOps.ADAPTIVE_MAX_POOL1D, new Tensor[] {x}, new double[] {outputSize},
+                    t -> outputs(adaptiveMax("adaptiveMaxPool1d", t[0], 1, new long[] {outputSize}))));
+        }
         return adaptiveMax("adaptiveMaxPool1d", x, 1, new long[] {outputSize});
+    }
+
+    /** A max pool's outputs as a front end returns them ({@code Dispatcher.frontEndAll}), and back. */
+    static java.util.List<Tensor> outputs(ValuesIndices r) {
+        return java.util.List.of(r.values(), r.indices());
+    }
+
+    static ValuesIndices valuesIndices(java.util.List<Tensor> r) {
+        return new ValuesIndices(r.get(0), r.get(1));
     }
 
     private static ValuesIndices adaptiveMax(String op, Tensor x, int dims, long[] outputSize) {

@@ -45,6 +45,11 @@ public final class Pooling3d {
     /** {@code max_pool3d(..., return_indices=True)}: values and int64 flat indices {@code d * H * W + h * W + w}. */
     public static ValuesIndices maxPool3dWithIndices(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation,
                                                      boolean ceilMode) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Pooling.valuesIndices(Dispatcher.frontEndAll(FrontEndOps.MAX_POOL3D_WITH_INDICES, new Tensor[] {x},
+                    FrontEnds.lists(new int[][] {kernel, stride, padding, dilation}, ceilMode ? 1 : 0),
+                    t -> Pooling.outputs(maxPool3dWithIndices("maxPool3d", t[0], kernel, stride, padding, dilation, ceilMode, true))));
+        }
         return maxPool3dWithIndices("maxPool3d", x, kernel, stride, padding, dilation, ceilMode, true);
     }
 
@@ -159,6 +164,14 @@ public final class Pooling3d {
     /** {@code adaptive_max_pool3d} with indices (flat {@code d * H * W + h * W + w}); sizes as {@link #adaptiveAvgPool3d}. */
     public static ValuesIndices adaptiveMaxPool3d(Tensor x, long... outputSize) {
         Adaptive a = adaptive("adaptiveMaxPool3d", x, outputSize);
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Pooling.valuesIndices(Dispatcher.frontEndAll(FrontEndOps.ADAPTIVE_MAX_POOL3D, new Tensor[] {x}, FrontEnds.args(a.out),
+                    t -> Pooling.outputs(adaptiveMaxPooled(t[0], a))));
+        }
+        return adaptiveMaxPooled(x, a);
+    }
+
+    private static ValuesIndices adaptiveMaxPooled(Tensor x, Adaptive a) {
         Geometry g = new Geometry(a.planes, a.in, a.out, a.outShape, null, null, null, null);
         try (MemoryScope scope = new MemoryScope()) {
             ValuesIndices hw = Pooling.adaptiveMaxPool2d(x.reshape(a.planes, a.in[0], a.in[1], a.in[2]), a.out[1], a.out[2]);

@@ -2,10 +2,13 @@ package org.jtorch.ops;
 
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.OpDef;
 import org.jtorch.types.DType;
 import org.jtorch.types.Device;
 
@@ -20,7 +23,9 @@ import org.jtorch.types.Device;
  * convolution with {@code A = -0.75}, indices clamped to the edge), and for antialiasing as many as the filter
  * (triangle, or cubic with {@code A = -0.5}) stretched by the downscaling factor covers, normalised to sum to one, as
  * PyTorch 1.13's {@code _upsample_*_aa}. The gradients are those of these primitives. Resampling the last dimension
- * first evaluates the same products and sums as PyTorch's kernel ({@code sum_h wh * (sum_w ww * x)}).
+ * first evaluates the same products and sums as PyTorch's kernel ({@code sum_h wh * (sum_w ww * x)}). Each mode and
+ * spatial rank is a declared op as PyTorch's ({@code upsample_nearest1d} ... {@code _upsample_bicubic2d_aa}: the output
+ * size resolved, {@code align_corners}, the scales), traced as one op and replayed from its arguments.
  */
 public final class Resampling {
     private Resampling() {}
@@ -95,24 +100,110 @@ public final class Resampling {
                 scales[i] = recomputeScaleFactor ? 0 : s;
             }
         }
-        for (int i = 0; i < spatial; i++) {
+        boolean align = alignCorners != null && alignCorners;
+        return upsample(declared(mode, antialias, spatial), x, out, align, scales);
+    }
+
+    /** The declared op of {@code mode} (with {@code antialias}) over {@code spatial} dimensions ({@code upsample_bilinear2d}, ...). */
+    private static OpDef declared(String mode, boolean antialias, int spatial) {
+        return switch (mode) {
+            case "nearest" -> spatial == 1 ? FrontEndOps.UPSAMPLE_NEAREST1D : spatial == 2 ? FrontEndOps.UPSAMPLE_NEAREST2D : FrontEndOps.UPSAMPLE_NEAREST3D;
+            case "nearest-exact" -> spatial == 1 ? FrontEndOps.UPSAMPLE_NEAREST_EXACT1D : spatial == 2 ? FrontEndOps.UPSAMPLE_NEAREST_EXACT2D
+                    : FrontEndOps.UPSAMPLE_NEAREST_EXACT3D;
+            case "linear" -> FrontEndOps.UPSAMPLE_LINEAR1D;
+            case "bilinear" -> antialias ? FrontEndOps.UPSAMPLE_BILINEAR2D_AA : FrontEndOps.UPSAMPLE_BILINEAR2D;
+            case "bicubic" -> antialias ? FrontEndOps.UPSAMPLE_BICUBIC2D_AA : FrontEndOps.UPSAMPLE_BICUBIC2D;
+            case "trilinear" -> FrontEndOps.UPSAMPLE_TRILINEAR3D;
+            default -> throw new IllegalStateException("no upsample op for mode " + mode);
+        };
+    }
+
+    /** Each upsample op: its interpolate mode, antialias, and number of spatial dimensions. */
+    private record Upsample(String mode, boolean antialias, int spatial) {}
+
+    private static final Map<OpDef, Upsample> UPSAMPLES = upsamples();
+
+    private static Map<OpDef, Upsample> upsamples() {
+        Map<OpDef, Upsample> m = new HashMap<>();
+        for (String mode : new String[] {"nearest", "nearest-exact"}) {
+            for (int k = 1; k <= 3; k++) m.put(declared(mode, false, k), new Upsample(mode, false, k));
+        }
+        m.put(FrontEndOps.UPSAMPLE_LINEAR1D, new Upsample("linear", false, 1));
+        m.put(FrontEndOps.UPSAMPLE_TRILINEAR3D, new Upsample("trilinear", false, 3));
+        for (String mode : new String[] {"bilinear", "bicubic"}) {
+            for (boolean aa : new boolean[] {false, true}) m.put(declared(mode, aa, 2), new Upsample(mode, aa, 2));
+        }
+        return Map.copyOf(m);
+    }
+
+    /** Whether {@code op} is one of {@code F.interpolate}'s declared modes ({@code upsample_nearest2d}, ...). */
+    static boolean isUpsample(OpDef op) {
+        return UPSAMPLES.containsKey(op);
+    }
+
+    /**
+     * {@code op}, an upsample op, called from its arguments ({@code Dispatcher.call}, the JIT's replay): the output size,
+     * {@code align_corners} for the interpolating modes, then one scale per spatial dimension (0: None).
+     */
+    static Tensor upsampleAs(OpDef op, Tensor x, double[] args) {
+        x.checkOpen(op.pyName());
+        Upsample u = UPSAMPLES.get(op);
+        int k = u.spatial();
+        boolean nearest = u.mode().startsWith("nearest");
+        int expected = 2 * k + (nearest ? 0 : 1);
+        if (x.dim() != k + 2 || args.length != expected) {
+            throw new IllegalArgumentException(op.pyName() + ": expected a " + (k + 2) + "-D input and " + expected + " arguments (output_size"
+                    + (nearest ? "" : ", align_corners") + ", " + k + " scales), got input of shape " + Shapes.format(x.shape()) + " ("
+                    + x.dtype() + ", " + x.device() + ") and " + Arrays.toString(args));
+        }
+        if (!nearest && !x.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op.pyName() + ": needs a floating-point input, got " + x.dtype() + " (shape "
+                    + Shapes.format(x.shape()) + ", " + x.device() + ")");
+        }
+        long[] out = new long[k];
+        for (int i = 0; i < k; i++) out[i] = (long) args[i];
+        double[] scales = Arrays.copyOfRange(args, args.length - k, args.length);
+        return upsample(op, x, out, !nearest && args[k] != 0, scales);
+    }
+
+    /** Resamples {@code x}'s spatial dimensions to {@code out} as {@code op}; a scale of 0 uses {@code in / out}. */
+    private static Tensor upsample(OpDef op, Tensor x, long[] out, boolean align, double[] scales) {
+        String name = "interpolate (" + op.pyName() + ")";
+        String input = " for input of shape " + Shapes.format(x.shape()) + " (" + x.dtype() + ", " + x.device() + ")";
+        long[] in = Arrays.copyOfRange(x.shape(), 2, x.dim());
+        for (int i = 0; i < out.length; i++) {
             if (in[i] <= 0 || out[i] <= 0) {
-                throw new IllegalArgumentException(op + ": input and output sizes should be greater than 0, but got input "
-                        + Arrays.toString(in) + " and output " + Arrays.toString(out));
+                throw new IllegalArgumentException(name + ": input and output sizes should be greater than 0, but got input "
+                        + Arrays.toString(in) + " and output " + Arrays.toString(out) + input);
             }
             // The per-position index tables are Java arrays (a huge scale factor saturates the size at 2^63 - 1).
             if (out[i] > Integer.MAX_VALUE - 8) {
-                throw new IllegalArgumentException(op + ": output size " + out[i] + " (spatial dimension " + i + " of "
-                        + Arrays.toString(out) + ") is too large: at most 2^31 - 9 positions per dimension");
+                throw new IllegalArgumentException(name + ": output size " + out[i] + " (spatial dimension " + i + " of "
+                        + Arrays.toString(out) + ") is too large: at most 2^31 - 9 positions per dimension" + input);
             }
         }
-        boolean align = alignCorners != null && alignCorners;
+        Upsample u = UPSAMPLES.get(op);
+        if (Dispatcher.wrapsFrontEnds()) {
+            double[] args = new double[2 * out.length + (u.mode().startsWith("nearest") ? 0 : 1)];
+            for (int i = 0; i < out.length; i++) args[i] = out[i];
+            if (!u.mode().startsWith("nearest")) args[out.length] = align ? 1 : 0;
+            System.arraycopy(scales, 0, args, args.length - out.length, out.length);
+            return Dispatcher.frontEnd(op, new Tensor[] {x}, args, t -> resampled(t[0], u, in, out, align, scales));
+        }
+        return resampled(x, u, in, out, align, scales);
+    }
+
+    /** The checked resampling: each spatial dimension, last first, on its own. */
+    private static Tensor resampled(Tensor x, Upsample u, long[] in, long[] out, boolean align, double[] scales) {
+        String mode = u.mode();
+        boolean nearest = mode.startsWith("nearest");
+        boolean cubic = mode.equals("bicubic");
         boolean f64 = x.dtype() == DType.FLOAT64;
         // float16 / bfloat16 mix in float32 and round once at the end (PyTorch 1.13 rounds every bfloat16 step).
-        boolean widen = linear && x.dtype() != DType.FLOAT32 && !f64;
+        boolean widen = !nearest && x.dtype() != DType.FLOAT32 && !f64;
         return MemoryScope.run(() -> {
             Tensor cur = widen ? x.to(DType.FLOAT32) : x;
-            for (int i = spatial - 1; i >= 0; i--) {
+            for (int i = out.length - 1; i >= 0; i--) {
                 int d = 2 + i;
                 if (nearest) {
                     long[] idx = new long[(int) out[i]];
@@ -120,7 +211,7 @@ public final class Resampling {
                         idx[j] = mode.equals("nearest") ? nearestIndex(j, in[i], out[i], scales[i]) : nearestExactIndex(j, in[i], out[i], scales[i]);
                     }
                     cur = cur.indexSelect(d, Torch.tensor(idx).to(cur.device()));
-                } else if (antialias) {
+                } else if (u.antialias()) {
                     cur = weighted(cur, d, antialiasTaps(in[i], out[i], scales[i], align, cubic, f64));
                 } else if (cubic) {
                     cur = weighted(cur, d, cubicTaps(in[i], out[i], scales[i], align, f64));

@@ -110,6 +110,7 @@ class AutocastConformanceTest {
             case "_pad_circular" -> F.pad(x[0], c.longsArg("pad"), "circular");
             case "avg_pool3d" -> F.avgPool3d(x[0], 2, F.AvgPool.options().stride(1).padding(1).countIncludePad(false));
             case "max_unpool3d" -> F.maxUnpool3d(x[0], x[1], new int[] {2}, null, new int[] {0}, null);
+            case "adaptive_max_pool3d" -> F.adaptiveMaxPool3d(x[0], c.longsArg("output_size"));
             case "pixel_shuffle" -> F.pixelShuffle(x[0], (int) c.longArg("factor", 0));
             case "pixel_unshuffle" -> F.pixelUnshuffle(x[0], (int) c.longArg("factor", 0));
             default -> throw new IllegalArgumentException("no runner for " + op);

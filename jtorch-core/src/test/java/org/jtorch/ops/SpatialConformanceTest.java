@@ -193,7 +193,8 @@ class SpatialConformanceTest {
         return r;
     }
 
-    private static void assertClose(JsonObject expected, Tensor actual, String what) {
+    /** The fixture tolerance by dtype (also UpsampleOpsTest's, whose cases gen_upsample.py writes as gen_spatial.py's). */
+    static void assertClose(JsonObject expected, Tensor actual, String what) {
         DType dtype = DType.parse(expected.get("dtype").getAsString());
         double tol = switch (dtype) {
             case FLOAT64 -> 1e-10;
@@ -204,7 +205,7 @@ class SpatialConformanceTest {
     }
 
     /** {@code w[i] = sin(0.7 i + 0.3)} in the output's shape and dtype. */
-    private static Tensor upstream(Tensor out) {
+    static Tensor upstream(Tensor out) {
         double[] w = new double[Math.toIntExact(out.numel())];
         for (int i = 0; i < w.length; i++) w[i] = Math.sin(0.7 * i + 0.3);
         try (Tensor t = Torch.tensor(w, out.shape())) {
