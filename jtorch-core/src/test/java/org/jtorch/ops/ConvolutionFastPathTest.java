@@ -454,30 +454,29 @@ class ConvolutionFastPathTest {
     }
 
     /**
-     * Direct forwards whose blocked weights outgrow half an L2 (over 2^18 floats), several images running each weight
-     * block together ({@code ConvDirectF32.imagesTogether}): the 7-pixel tile at 7 px (ResNet-50's 512-channel layer,
-     * at 256 -> 128 channels), at stride 2 from 14 px and from an odd 13 px map, the 8x32 tile on 8-pixel rows with a
-     * dilated kernel, and the 16x16 tile (144 channels); odd batches (a last group of fewer images) and one image (no
-     * groups); the stride-1 input gradients run the same groups on the flipped weights. {@code ConvolutionPathsTest}
-     * checks these shapes group their images.
+     * Direct forwards whose blocked weights are over 2^20 floats, several images running each weight block together
+     * ({@code ConvDirectF32.imagesTogether}): the 7-pixel tile at 7 px (ResNet-50's 512-channel layer, at 512 -> 256
+     * channels), at stride 2 from an odd 13 px map, the 8x32 tile on 8-pixel rows with a dilated kernel, and the 16x16
+     * tile (912 channels); odd batches (a last group of fewer images) and one image (no groups); the stride-1 input
+     * gradients run the same groups on the flipped weights. {@code ConvolutionPathsTest} checks these shapes group their
+     * images.
      */
     @Test
     void manyChannelForwardsGroupImages() {
-        compare(new long[] {5, 256, 7, 7}, new long[] {128, 256, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
-        compare(new long[] {1, 256, 7, 7}, new long[] {128, 256, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
-        compare(new long[] {3, 256, 14, 14}, new long[] {160, 256, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
-        compare(new long[] {3, 288, 13, 13}, new long[] {128, 288, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
-        compare(new long[] {3, 256, 10, 8}, new long[] {128, 256, 3, 3}, new int[] {1}, new int[] {1}, new int[] {2, 1}, 1);
-        compare(new long[] {5, 256, 16, 16}, new long[] {144, 256, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {5, 512, 7, 7}, new long[] {256, 512, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 512, 7, 7}, new long[] {256, 512, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {4, 288, 13, 13}, new long[] {416, 288, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 512, 10, 8}, new long[] {256, 512, 3, 3}, new int[] {1}, new int[] {1}, new int[] {2, 1}, 1);
+        compare(new long[] {5, 128, 4, 16}, new long[] {912, 128, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
     }
 
     /**
      * Grouping images changes only the order in which tiles run ({@code -Djtorch.conv.groupImages=false} takes one image
-     * at a time): the forward and the stride-1 input gradient of the grouped shapes above come out bit for bit.
+     * at a time): the forward and the stride-1 input gradient of grouped shapes above come out bit for bit.
      */
     @Test
     void groupedImagesGiveTheSameBits() {
-        long[][][] shapes = {{{5, 256, 7, 7}, {128, 256, 3, 3}}, {{5, 256, 16, 16}, {144, 256, 3, 3}}};
+        long[][][] shapes = {{{5, 512, 7, 7}, {256, 512, 3, 3}}, {{5, 128, 4, 16}, {912, 128, 3, 3}}};
         for (long[][] sh : shapes) {
             assertSameGradientBits("jtorch.conv.groupImages", sh[0], sh[1], 1, 1, false);
             float[][] outs = new float[2][];
@@ -503,16 +502,16 @@ class ConvolutionFastPathTest {
     }
 
     /**
-     * Random many-channel convolutions around the grouped forward's domain: 1-5 images, 224-320 input channels, 96-192
-     * output channels (multiples of 16, so the 16x16 tile too), 5-16 px maps, stride 1 or 2, padding 0-2, dilation 2
-     * now and then, 2 groups now and then (which leave the path).
+     * Random many-channel convolutions around the grouped forward's domain: 4-5 images (groups at 1 and 2 threads) and
+     * sometimes 1, 384 or 512 input channels, 304-352 output channels (multiples of 16, some not of 32: the 16x16 tile),
+     * 5-9 px maps, stride 1 or 2, padding 0-2, dilation 2 now and then, 2 groups now and then (which leave the path).
      */
     @Test
     void randomManyChannelConvolutionsMatchFloat64() {
         Random r = new Random(26);
-        for (int i = 0; i < 6; i++) {
-            int n = 1 + r.nextInt(5), cin = 224 + 32 * r.nextInt(4), cout = 96 + 16 * r.nextInt(7);
-            int h = 5 + r.nextInt(12), w = 5 + r.nextInt(12), stride = 1 + r.nextInt(2), pad = r.nextInt(3);
+        for (int i = 0; i < 4; i++) {
+            int n = r.nextInt(4) == 0 ? 1 : 4 + r.nextInt(2), cin = 384 + 128 * r.nextInt(2), cout = 304 + 16 * r.nextInt(4);
+            int h = 5 + r.nextInt(5), w = 5 + r.nextInt(5), stride = 1 + r.nextInt(2), pad = r.nextInt(3);
             int dil = r.nextInt(4) == 0 ? 2 : 1, groups = r.nextInt(5) == 0 ? 2 : 1;
             if (h + 2 * pad < 2 * dil + 1 || w + 2 * pad < 3) pad = 2;
             compare(new long[] {n, cin, h, w}, new long[] {cout, cin / groups, 3, 3}, new int[] {stride}, new int[] {pad},

@@ -194,22 +194,26 @@ final class ConvDirectF32 {
 
     /**
      * Images {@link #run} takes through every weight block together (1 for one at a time): where the blocked weights
-     * outgrow {@link #L2_WEIGHT_FLOATS}, one image's pass over a block's weights (ResNet-50's 512 channels at 7 px:
-     * 590 KB, read by 7 tiles) fetched them from memory, every block and every image again. Up to 4 images
-     * ({@link #STRIDE2_FLOATS} of them padded, as for the stride-2 input gradient) read each block's weights from L2.
+     * are over twice the 2 MB L2 of a core ({@link #MEMORY_WEIGHT_FLOATS}), one image's pass over a block's weights
+     * (ResNet-50's 512 channels at 7 px: 590 KB, read by 7 tiles) fetched them from memory, every block and every image
+     * again; 4 images, where 4 padded ones fit in {@link #STRIDE2_FLOATS} beside them, read each block's weights from L2.
+     * Fewer larger images (512 channels at 14 px, stride 2: 2 of 512 KB) and weights that nearly fit (256 channels:
+     * 2.4 MB) measured no better grouped (one thread, 3 rounds, load 14-16).
      */
     static int imagesTogether(Geometry g, int k) {
-        if ((long) g.cout() * k <= L2_WEIGHT_FLOATS || "false".equals(System.getProperty("jtorch.conv.groupImages"))) return 1;
+        if ((long) g.cout() * k <= MEMORY_WEIGHT_FLOATS || "false".equals(System.getProperty("jtorch.conv.groupImages"))) return 1;
         int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
         long imageFloats = (long) ConvF32.paddedHeight(g) * ConvF32.paddedWidth(g) * g.cin();
-        return (int) Math.max(1, Math.min(Math.min(4, g.n() / threads), STRIDE2_FLOATS / imageFloats));
+        if (STRIDE2_FLOATS / imageFloats < GROUP) return 1;
+        return (int) Math.max(1, Math.min(GROUP, g.n() / threads));
     }
 
     /**
-     * Blocked weights (floats) beyond which {@link #imagesTogether} groups images: half the 2 MB L2 of a core.
+     * Blocked weights (floats, 4 MB) beyond which {@link #imagesTogether} groups {@link #GROUP} images.
      * {@code jtorch.conv.groupImages=false} (read at each call) runs one image at a time whatever the weights, to compare.
      */
-    private static final long L2_WEIGHT_FLOATS = 1 << 18;
+    private static final long MEMORY_WEIGHT_FLOATS = 1 << 20;
+    private static final int GROUP = 4;
 
     /** What {@link #overImageGroups} runs: weight block {@code blk} of image n, its padded copy at {@code imageBase} of {@code wk.image}. */
     interface ImageBlock {
