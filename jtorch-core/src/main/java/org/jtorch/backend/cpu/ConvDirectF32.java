@@ -683,20 +683,8 @@ final class ConvDirectF32 {
             });
             return;
         }
-        Parallel.forRange((g.n() + together - 1) / together, 1, (t0, t1) -> {
-            Work wk = WORK.get();
-            for (long t = t0; t < t1; t++) {
-                long n0 = t * together;
-                int count = (int) Math.min(together, g.n() - n0);
-                wk.image = ConvF32.grow(wk.image, count * imageFloats);
-                for (int i = 0; i < count; i++) {
-                    ConvF32.padChannelsLast(gy, gyOff + (n0 + i) * cout * oh * ow, cout, pg, hp, wpad, wk.image, i * imageFloats, wk.block);
-                }
-                for (int blk = 0; blk < blocks; blk++) {
-                    for (int i = 0; i < count; i++) stride2Rows(wk, i * imageFloats, n0 + i, 0, oh, blk, weights, p, lanes, gi, giOff, g, fused);
-                }
-            }
-        });
+        overImageGroups(gy, gyOff, pg, together, blocks,
+                (wk, imageBase, n, blk) -> stride2Rows(wk, imageBase, n, 0, oh, blk, weights, p, lanes, gi, giOff, g, fused), null);
     }
 
     /**
