@@ -454,6 +454,74 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Direct forwards whose blocked weights are over 2^20 floats, several images running each weight block together
+     * ({@code ConvDirectF32.imagesTogether}): the 7-pixel tile at 7 px (ResNet-50's 512-channel layer, at 512 -> 256
+     * channels), at stride 2 from an odd 13 px map, the 8x32 tile on 8-pixel rows with a dilated kernel, and the 16x16
+     * tile (912 channels); odd batches (a last group of fewer images) and one image (no groups); the stride-1 input
+     * gradients run the same groups on the flipped weights. {@code ConvolutionPathsTest} checks these shapes group their
+     * images.
+     */
+    @Test
+    void manyChannelForwardsGroupImages() {
+        compare(new long[] {5, 512, 7, 7}, new long[] {256, 512, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 512, 7, 7}, new long[] {256, 512, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {4, 288, 13, 13}, new long[] {416, 288, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 512, 10, 8}, new long[] {256, 512, 3, 3}, new int[] {1}, new int[] {1}, new int[] {2, 1}, 1);
+        compare(new long[] {5, 128, 4, 16}, new long[] {912, 128, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * Grouping images changes only the order in which tiles run ({@code -Djtorch.conv.groupImages=false} takes one image
+     * at a time): the forward and the stride-1 input gradient of grouped shapes above come out bit for bit.
+     */
+    @Test
+    void groupedImagesGiveTheSameBits() {
+        long[][][] shapes = {{{5, 512, 7, 7}, {256, 512, 3, 3}}, {{5, 128, 4, 16}, {912, 128, 3, 3}}};
+        for (long[][] sh : shapes) {
+            assertSameGradientBits("jtorch.conv.groupImages", sh[0], sh[1], 1, 1, false);
+            float[][] outs = new float[2][];
+            String[] ways = {"true", "false"};
+            for (int i = 0; i < 2; i++) {
+                int way = i;
+                withProperty("jtorch.conv.groupImages", ways[i], () -> {
+                    try (Tensor x = Torch.randn(sh[0], DType.FLOAT32, Device.cpu(), Torch.manualSeed(31));
+                         Tensor w = Torch.randn(sh[1], DType.FLOAT32, Device.cpu(), Torch.manualSeed(32));
+                         Tensor b = Torch.randn(new long[] {sh[1][0]}, DType.FLOAT32, Device.cpu(), Torch.manualSeed(33));
+                         Tensor y = F.conv2d(x, w, b, new int[] {1}, new int[] {1}, new int[] {1}, 1)) {
+                        outs[way] = y.toFloatArray();
+                    }
+                });
+            }
+            for (int k = 0; k < outs[0].length; k++) {
+                if (Float.floatToRawIntBits(outs[0][k]) != Float.floatToRawIntBits(outs[1][k])) {
+                    throw new AssertionError("groupImages, x " + java.util.Arrays.toString(sh[0]) + ": output element " + k + " "
+                            + outs[0][k] + " grouped, " + outs[1][k] + " one image at a time");
+                }
+            }
+        }
+    }
+
+    /**
+     * Random many-channel convolutions around the grouped forward's domain: 4-5 images (groups at 1 and 2 threads) and
+     * sometimes 1, 384 or 512 input channels, 304-352 output channels (multiples of 16, some not of 32: the 16x16 tile),
+     * 5-9 rows of 7 or 8 pixels at stride 1 (grouped) or 14-16 at stride 2 (too large a map to group), row padding 0-2,
+     * dilation 2 now and then, 2 groups now and then (which leave the path).
+     */
+    @Test
+    void randomManyChannelConvolutionsMatchFloat64() {
+        Random r = new Random(26);
+        int[] widths = {7, 8, 7, 8, 14, 16};
+        for (int i = 0; i < 5; i++) {
+            int n = r.nextInt(4) == 0 ? 1 : 4 + r.nextInt(2), cin = 384 + 128 * r.nextInt(2), cout = 304 + 16 * r.nextInt(4);
+            int h = 5 + r.nextInt(5), w = widths[r.nextInt(widths.length)], stride = w >= 14 ? 2 : 1, padH = r.nextInt(3);
+            int dil = r.nextInt(4) == 0 ? 2 : 1, groups = r.nextInt(5) == 0 ? 2 : 1;
+            if (h + 2 * padH < 2 * dil + 1) padH = 2;
+            compare(new long[] {n, cin, h, w}, new long[] {cout, cin / groups, 3, 3}, new int[] {stride}, new int[] {padH, 1},
+                    new int[] {dil, 1}, groups);
+        }
+    }
+
+    /**
      * ResNet-20's 32- and 64-channel layers on the 8x32 row tiles, stored as two 8-lane halves per transposed row
      * ({@code ConvRasterImageF32.store}): 32 -> 32 at 16 px and 64 -> 64 at 8 px with odd batches, odd
      * map heights, one image (its rows split over the threads), 24-pixel rows, and the stride-2 32 -> 64 forward

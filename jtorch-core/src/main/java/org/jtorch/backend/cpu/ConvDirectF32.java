@@ -178,10 +178,71 @@ final class ConvDirectF32 {
         int wpad = ConvF32.paddedWidth(g);
         long pixels = (long) g.oh() * g.ow();
         boolean raster = p == 8 && ConvRasterImageF32.serves(g);
+        int together = imagesTogether(g, k);
+        if (together > 1 && !raster && !(p == 8 && spreadsStores(g))) {
+            overImageGroups(x, xOff, g, together, g.cout() / ob, (wk, imageBase, n, blk) ->
+                    blockRows(wk, imageBase, blk, wp, bv, g, p, ob, k, kwc, wpad, 0, g.oh(), out, oOff + n * g.cout() * pixels, pixels),
+                    epilogue);
+            return;
+        }
         overPaddedImages(x, xOff, g, (wk, n, y0, y1) -> {
             if (raster) ConvRasterImageF32.rows(wk, wp, bv, g, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels);
             else rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels);
             if (epilogue != null) epilogue.block(n, n + 1, 0, g.cout(), (long) y0 * g.ow(), (long) y1 * g.ow());
+        });
+    }
+
+    /**
+     * Images {@link #run} takes through every weight block together (1 for one at a time): where the blocked weights
+     * are over twice the 2 MB L2 of a core ({@link #MEMORY_WEIGHT_FLOATS}), one image's pass over a block's weights
+     * (ResNet-50's 512 channels at 7 px: 590 KB, read by 7 tiles) fetched them from memory, every block and every image
+     * again; 4 images, where 4 padded ones fit in {@link #STRIDE2_FLOATS} beside them, read each block's weights from L2.
+     * Fewer larger images (512 channels at 14 px, stride 2: 2 of 512 KB) and weights that nearly fit (256 channels:
+     * 2.4 MB) measured no better grouped (one thread, 3 rounds, load 14-16).
+     */
+    static int imagesTogether(Geometry g, int k) {
+        if ((long) g.cout() * k <= MEMORY_WEIGHT_FLOATS || "false".equals(System.getProperty("jtorch.conv.groupImages"))) return 1;
+        int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
+        long imageFloats = (long) ConvF32.paddedHeight(g) * ConvF32.paddedWidth(g) * g.cin();
+        if (STRIDE2_FLOATS / imageFloats < GROUP) return 1;
+        return (int) Math.max(1, Math.min(GROUP, g.n() / threads));
+    }
+
+    /**
+     * Blocked weights (floats, 4 MB) beyond which {@link #imagesTogether} groups {@link #GROUP} images.
+     * {@code jtorch.conv.groupImages=false} (read at each call) runs one image at a time whatever the weights, to compare.
+     */
+    private static final long MEMORY_WEIGHT_FLOATS = 1 << 20;
+    private static final int GROUP = 4;
+
+    /** What {@link #overImageGroups} runs: weight block {@code blk} of image n, its padded copy at {@code imageBase} of {@code wk.image}. */
+    interface ImageBlock {
+        void run(Work wk, int imageBase, long n, int blk);
+    }
+
+    /**
+     * Runs {@code body} over groups of {@code together} images in parallel, each thread first copying the group's
+     * images into {@code wk.image} (channels-last, {@code g}'s zero border), then every image of the group for each of
+     * the {@code blocks} weight blocks in turn, then the epilogue (if any) over the group.
+     */
+    private static void overImageGroups(MemorySegment x, long xOff, Geometry g, int together, int blocks, ImageBlock body,
+                                        ConvolutionKernels.Epilogue epilogue) {
+        int cin = g.cin();
+        int hp = ConvF32.paddedHeight(g), wpad = ConvF32.paddedWidth(g), imageFloats = hp * wpad * cin;
+        Parallel.forRangeBalanced((g.n() + together - 1) / together, 1, (t0, t1) -> {
+            Work wk = WORK.get();
+            for (long t = t0; t < t1; t++) {
+                long n0 = t * together;
+                int count = (int) Math.min(together, g.n() - n0);
+                wk.image = ConvF32.grow(wk.image, count * imageFloats);
+                for (int i = 0; i < count; i++) {
+                    ConvF32.padChannelsLast(x, xOff + (n0 + i) * cin * g.h() * g.w(), cin, g, hp, wpad, wk.image, i * imageFloats, wk.block);
+                }
+                for (int blk = 0; blk < blocks; blk++) {
+                    for (int i = 0; i < count; i++) body.run(wk, i * imageFloats, n0 + i, blk);
+                }
+                if (epilogue != null) epilogue.block(n0, n0 + count, 0, g.cout(), 0, (long) g.oh() * g.ow());
+            }
         });
     }
 
@@ -223,32 +284,36 @@ final class ConvDirectF32 {
             spreadRows(wk, wp, bv, g, k, kwc, wpad, y0, y1, out, outImage, pixels);
             return;
         }
+        for (int blk = 0; blk < g.cout() / ob; blk++) blockRows(wk, 0, blk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, outImage, pixels);
+    }
+
+    /** Output rows {@code [y0, y1)} of channel block {@code blk} of the image at {@code imageBase} in {@code wk.image}. */
+    private static void blockRows(Work wk, int imageBase, int blk, float[] wp, float[] bv, Geometry g, int p, int ob, int k, int kwc,
+                                  int wpad, int y0, int y1, MemorySegment out, long outImage, long pixels) {
         int cin = g.cin();
         int sx = g.sw() * cin;
         int rowStride = g.dh() * wpad * cin;
         long rsBytes = pixels * Float.BYTES;
         float[] image = wk.image;
         MemorySegment tile = wk.tile;
-        for (int blk = 0; blk < g.cout() / ob; blk++) {
-            int wBase = blk * k * ob;
-            for (int oy = y0; oy < y1; oy++) {
-                for (int next = 0; next < g.ow(); next += p) {
-                    // A row's last tile ends at the row's end, recomputing pixels of the one before it when the
-                    // row is not whole tiles (28 and 14 px: ResNet-50's layers).
-                    int ox = Math.min(next, g.ow() - p);
-                    int xBase = (oy * g.sh() * wpad + ox * g.sw()) * cin;
-                    long at = (outImage + (long) blk * ob * pixels + (long) oy * g.ow() + ox) * Float.BYTES;
-                    if (p == 8) {
-                        tile8x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
-                        if (HALF_STORES) ConvRasterImageF32.store(wk, out, at, rsBytes);
-                        else storeTransposed(wk, out, at, rsBytes, FIRST_8, LAST_8);
-                    } else if (p == 7) {
-                        tile7x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
-                        storeTransposed(wk, out, at, rsBytes, FIRST_7, SECOND_7);
-                    } else {
-                        tile16x16(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
-                        storeTransposed(wk, out, at, rsBytes, null, null);
-                    }
+        int wBase = blk * k * ob;
+        for (int oy = y0; oy < y1; oy++) {
+            for (int next = 0; next < g.ow(); next += p) {
+                // A row's last tile ends at the row's end, recomputing pixels of the one before it when the
+                // row is not whole tiles (28 and 14 px: ResNet-50's layers).
+                int ox = Math.min(next, g.ow() - p);
+                int xBase = imageBase + (oy * g.sh() * wpad + ox * g.sw()) * cin;
+                long at = (outImage + (long) blk * ob * pixels + (long) oy * g.ow() + ox) * Float.BYTES;
+                if (p == 8) {
+                    tile8x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
+                    if (HALF_STORES) ConvRasterImageF32.store(wk, out, at, rsBytes);
+                    else storeTransposed(wk, out, at, rsBytes, FIRST_8, LAST_8);
+                } else if (p == 7) {
+                    tile7x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
+                    storeTransposed(wk, out, at, rsBytes, FIRST_7, SECOND_7);
+                } else {
+                    tile16x16(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
+                    storeTransposed(wk, out, at, rsBytes, null, null);
                 }
             }
         }
@@ -618,20 +683,8 @@ final class ConvDirectF32 {
             });
             return;
         }
-        Parallel.forRange((g.n() + together - 1) / together, 1, (t0, t1) -> {
-            Work wk = WORK.get();
-            for (long t = t0; t < t1; t++) {
-                long n0 = t * together;
-                int count = (int) Math.min(together, g.n() - n0);
-                wk.image = ConvF32.grow(wk.image, count * imageFloats);
-                for (int i = 0; i < count; i++) {
-                    ConvF32.padChannelsLast(gy, gyOff + (n0 + i) * cout * oh * ow, cout, pg, hp, wpad, wk.image, i * imageFloats, wk.block);
-                }
-                for (int blk = 0; blk < blocks; blk++) {
-                    for (int i = 0; i < count; i++) stride2Rows(wk, i * imageFloats, n0 + i, 0, oh, blk, weights, p, lanes, gi, giOff, g, fused);
-                }
-            }
-        });
+        overImageGroups(gy, gyOff, pg, together, blocks,
+                (wk, imageBase, n, blk) -> stride2Rows(wk, imageBase, n, 0, oh, blk, weights, p, lanes, gi, giOff, g, fused), null);
     }
 
     /**

@@ -233,6 +233,34 @@ class ConvolutionPathsTest {
         assertEquals(false, ConvWholeImageF32.handles(new Geometry(2, 8, 3, 3, 4, 3, 3, 1, 1, 0, 0, 1, 1, 2, 1, 1)));
     }
 
+    /**
+     * {@code ConvolutionFastPathTest.manyChannelForwardsGroupImages}' shapes run several images per weight block (at the
+     * threads of the run); on one thread ResNet-50's 512-channel 7 px layer at batch 8 groups 4 images; one image, its
+     * 512-channel 14 px stride-2 layer (2 padded images fill the group's 1 MB) and weights within twice an L2 (256
+     * channels at 14 px, 128 at 28 px) do not.
+     */
+    @Test
+    void manyChannelForwardsGroupImages() {
+        int threads = Parallel.numThreads();
+        int[][][] grouped = {{{5, 512, 7, 7}, {256, 512, 3, 3}, {1, 1}}, {{4, 288, 13, 13}, {416, 288, 3, 3}, {2, 1}},
+            {{5, 128, 4, 16}, {912, 128, 3, 3}, {1, 1}}};
+        for (int[][] s : grouped) {
+            Geometry g = geometry(s[0], s[1], s[2][0], s[2][0], s[2][1], s[2][1], 1);
+            assertEquals(true, ConvDirectF32.handles(g), "direct forward for " + g);
+            assertEquals(Math.min(4, s[0][0] / threads) > 1, ConvDirectF32.imagesTogether(g, 9 * s[0][1]) > 1, "groups for " + g);
+        }
+        Parallel.setNumThreads(1);
+        try {
+            assertEquals(4, ConvDirectF32.imagesTogether(geometry(new int[] {8, 512, 7, 7}, new int[] {512, 512, 3, 3}, 1, 1, 1, 1, 1), 9 * 512));
+            assertEquals(1, ConvDirectF32.imagesTogether(geometry(new int[] {1, 512, 7, 7}, new int[] {512, 512, 3, 3}, 1, 1, 1, 1, 1), 9 * 512));
+            assertEquals(1, ConvDirectF32.imagesTogether(geometry(new int[] {8, 512, 14, 14}, new int[] {512, 512, 3, 3}, 2, 2, 1, 1, 1), 9 * 512));
+            assertEquals(1, ConvDirectF32.imagesTogether(geometry(new int[] {8, 256, 14, 14}, new int[] {256, 256, 3, 3}, 1, 1, 1, 1, 1), 9 * 256));
+            assertEquals(1, ConvDirectF32.imagesTogether(geometry(new int[] {8, 128, 28, 28}, new int[] {128, 128, 3, 3}, 1, 1, 1, 1, 1), 9 * 128));
+        } finally {
+            Parallel.setNumThreads(threads);
+        }
+    }
+
     @Test
     void smallImagesOfWholeTilesTakeTheRasterTiles() {
         // DCGAN's 128 -> 256 layer into 4x4, and 8-pixel images in rows of 2, 4 and 8; its input gradient by phases.
