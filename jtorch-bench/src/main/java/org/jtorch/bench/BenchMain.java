@@ -2,15 +2,26 @@ package org.jtorch.bench;
 
 import java.util.Arrays;
 import java.util.Map;
+import java.util.Set;
+import org.jtorch.backend.cpu.Parallel;
 
 /** {@code jtorch bench}: prints benchmark results as {@code name value} lines, one per measurement. */
 public final class BenchMain {
+    /** The suites whose {@code --cputime} figures are the calling thread's CPU time for the whole measured work. */
+    private static final Set<String> CALLER_CPU_TIME_SUITES = Set.of("reduce", "training", "conv", "rnn", "jit", "jit-steps", "jit-inference");
+
     private BenchMain() {}
 
     public static void main(String[] args) {
         String what = args.length > 0 ? args[0] : "--help";
         boolean quick = Arrays.asList(args).contains("--quick");
         Timing.balanceReport = Arrays.asList(args).contains("--balance");
+        if (Arrays.asList(args).contains("--cputime") && CALLER_CPU_TIME_SUITES.contains(what) && Parallel.numThreads() > 1) {
+            // The other intra-op threads' share of each kernel would go uncounted: the figures would read about 1/N.
+            System.err.println("jtorch bench " + what + ": --cputime times the calling thread only, and this JVM has "
+                    + Parallel.numThreads() + " intra-op threads; run it with JTORCH_NUM_THREADS=1");
+            System.exit(2);
+        }
         switch (what) {
             case "peak" -> print(PeakBench.run(quick));
             case "core" -> print(CoreBench.run(quick));
