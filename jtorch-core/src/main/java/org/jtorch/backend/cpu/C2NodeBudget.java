@@ -118,11 +118,9 @@ final class C2NodeBudget {
      * kernels in the eighteenth session: docs/BENCHMARKS.md, issue 20, branch detlevel2).
      */
     static int parseNodes(Fn fn, boolean f64) {
-        // Float lanes' exp is jtorch's own with the switch off too (VectorMath.exp).
-        if (fn == Fn.EXP && !f64) return 6_800;
         if (VectorExp.DETERMINISTIC) {
             switch (fn) {
-                case EXP -> { return 9_600; }
+                case EXP -> { return f64 ? 9_600 : 6_800; }
                 case SIN, COS -> { return f64 ? 15_800 : 13_400; }
                 case SIGMOID -> { return 8_500; }
                 case EXPM1 -> { return 9_700; }

@@ -33,7 +33,7 @@ final class VectorExp {
     /**
      * {@code -Djtorch.cpu.deterministicMath=true} makes the kernels' exp, expm1 and tanh this class's exact forms; by
      * default they are the JDK's {@code lanewise(EXP / EXPM1 / TANH)}, whose bits depend on when C2 compiled each
-     * kernel, but for the generated kernels' float exp ({@link VectorMath#exp(FloatVector)}), exact either way. Off while some kernels are slower with the exact forms (float64 pow 17-31x: scalar; float32 pow 5x for
+     * kernel. Off while some kernels are slower with the exact forms (float64 pow 17-31x: scalar; float32 pow 5x for
      * positive bases, faster than the JDK's for negative ones; float64 softplus 1.2x; exp, expm1, sigmoid, sin, cos and
      * float32 softplus are level or faster: docs/BENCHMARKS.md, issue 20, nineteenth session). A constant to
      * C2, which drops the branch not taken, so this class's bit casts run only when the switch is on (NativeOperandsTest).

@@ -151,12 +151,7 @@ public final class VectorMath {
     public static FloatVector sub(FloatVector a, FloatVector b) { return a.sub(b); }
     public static FloatVector mul(FloatVector a, FloatVector b) { return a.mul(b); }
     public static FloatVector div(FloatVector a, FloatVector b) { return a.div(b); }
-    /**
-     * jtorch's exact exponential whatever the deterministic switch: on this project's Intel CPU (Emerald Rapids) the
-     * JDK's SVML form costs 14-15 cycles a 16-lane vector and this one 10, which made exp of 16M floats 0.63x PyTorch
-     * 2.13 at two threads (docs/BENCHMARKS.md, issue 22, exp26). Within an ulp, as the JDK's.
-     */
-    public static FloatVector exp(FloatVector a) { return VectorExp.exactExp(a); }
+    public static FloatVector exp(FloatVector a) { return VectorExp.exp(a); }
     public static FloatVector log(FloatVector a) { return VectorLog.ENABLED ? VectorLog.log(a) : a.lanewise(VectorOperators.LOG); }
     public static FloatVector log1p(FloatVector a) { return VectorLog.ENABLED ? VectorLog.log1p(a) : a.lanewise(VectorOperators.LOG1P); }
     public static FloatVector expm1(FloatVector a) { return VectorExp.expm1(a); }

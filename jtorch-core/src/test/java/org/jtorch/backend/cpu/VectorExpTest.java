@@ -76,24 +76,6 @@ class VectorExpTest {
         return Math.abs(got - want) / Math.ulp(rounded);
     }
 
-    /**
-     * The exp op's float32 kernel (generated, {@link VectorMath#exp(FloatVector)}) gives {@link VectorExp#exactExp}'s
-     * bits with the deterministic switch off too: the JDK's SVML form, which it replaced as 1.4x slower on the Intel
-     * CPU (docs/BENCHMARKS.md, issue 22, exp26), differs from it in the last bit for some of these inputs.
-     */
-    @Test
-    void floatExpOpHasTheExactFormsBits() {
-        float[] x = floatInputs();
-        float[] want = expAll(x);
-        try (org.jtorch.Tensor t = org.jtorch.Torch.tensor(x, new long[] {x.length}); org.jtorch.Tensor y = t.exp()) {
-            float[] got = y.toFloatArray();
-            for (int i = 0; i < x.length; i++) {
-                int at = i;
-                assertEquals(Float.floatToIntBits(want[i]), Float.floatToIntBits(got[i]), () -> "exp(" + x[at] + "): " + got[at] + ", exact form " + want[at]);
-            }
-        }
-    }
-
     @Test
     void floatIsWithinAnUlpOfTheExactExponential() {
         float[] a = floatInputs(), e = expAll(a);
