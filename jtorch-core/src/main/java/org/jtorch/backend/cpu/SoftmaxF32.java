@@ -39,7 +39,7 @@ final class SoftmaxF32 {
     private SoftmaxF32() {}
 
     /**
-     * {@code exp(x)} for {@code x <= 0} (and NaN, which it returns): {@code 2^n e^r} with {@code n = round(x log2 e)},
+     * {@code exp(x)} for {@code x <= 0} (NaN gives NaN): {@code 2^n e^r} with {@code n = round(x log2 e)},
      * {@code |r| <= ln2 / 2} and e^r by its Taylor polynomial of degree 7 (truncation error 5e-9, a tenth of an ulp).
      * Results below the smallest normal float are 0; {@code -inf} gives 0.
      *
