@@ -3,7 +3,6 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -32,19 +31,28 @@ final class SoftmaxF32 {
     private static final float LN2_LO = -2.12194440e-4f;
     /** 1.5 * 2^23: adding it rounds a float below 2^22 in magnitude to an integer, held in the low mantissa bits. */
     private static final float ROUNDER = 12582912f;
+    /** 1.5 * 2^23 + 127: rounded with it, t's bits shifted left by 23 are those of 2^n (the rounder's own shift out). */
+    private static final float ROUNDER_BIASED = ROUNDER + 127;
     /** Below this, exp(x) is under the smallest normal float; softmax flushes it to 0 (an error under 1.2e-38). */
     private static final float UNDERFLOW = -87.33654f;
 
     private SoftmaxF32() {}
 
     /**
-     * {@code exp(x)} for {@code x <= 0} (and NaN, which it returns): {@code 2^n e^r} with {@code n = round(x log2 e)},
+     * {@code exp(x)} for {@code x <= 0} (NaN gives NaN): {@code 2^n e^r} with {@code n = round(x log2 e)},
      * {@code |r| <= ln2 / 2} and e^r by its Taylor polynomial of degree 7 (truncation error 5e-9, a tenth of an ulp).
      * Results below the smallest normal float are 0; {@code -inf} gives 0.
+     *
+     * <p>2^n is {@code t}'s bits shifted into the exponent field ({@code t} rounded with {@link #ROUNDER_BIASED}), and
+     * one multiply scales: n is at least -126 wherever x is not flushed (there r > 0, so e^r > 1), so 2^n is normal,
+     * the product exact and NaN carried through, with the bits of adding n to p's exponent field, which took three
+     * more vector operations on the two ports that run 512-bit work on Intel (docs/BENCHMARKS.md, issue 22, exp26).
+     * These bit casts stay (NativeOperandsTest): run outside C2, each stores and reloads through a heap segment, but
+     * 2^n built from integer conversions instead made softmax 1.2-2.9x slower compiled (BENCHMARKS, warmup6).
      */
     static FloatVector expNonPositive(FloatVector x) {
-        FloatVector t = x.fma(LOG2E, ROUNDER);
-        FloatVector n = t.sub(ROUNDER);
+        FloatVector t = x.fma(LOG2E, ROUNDER_BIASED);
+        FloatVector n = t.sub(ROUNDER_BIASED);
         FloatVector r = n.fma(FloatVector.broadcast(FS, -LN2_HI), x);
         r = n.fma(FloatVector.broadcast(FS, -LN2_LO), r);
         FloatVector p = FloatVector.broadcast(FS, 1f / 5040f);
@@ -55,14 +63,8 @@ final class SoftmaxF32 {
         p = p.fma(r, FloatVector.broadcast(FS, 0.5f));
         p = p.fma(r, FloatVector.broadcast(FS, 1f));
         p = p.fma(r, FloatVector.broadcast(FS, 1f));
-        // 2^n: n's integer sits in t's low mantissa bits; shifted into the exponent field it scales p exactly. These
-        // bit casts stay (NativeOperandsTest): run outside C2, each stores and reloads through a heap segment, but 2^n
-        // built from integer conversions instead made softmax 1.2-2.9x slower compiled (BENCHMARKS, warmup6).
-        IntVector ni = t.reinterpretAsInts().sub(Float.floatToRawIntBits(ROUNDER));
-        FloatVector e = p.reinterpretAsInts().add(ni.lanewise(VectorOperators.LSHL, 23)).reinterpretAsFloats();
-        e = e.blend(0f, x.compare(VectorOperators.LT, UNDERFLOW));
-        // x != x: NaN, without test(IS_NAN)'s bit cast.
-        return e.blend(x, x.compare(VectorOperators.NE, x));
+        FloatVector e = p.mul(t.reinterpretAsInts().lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
+        return e.blend(0f, x.compare(VectorOperators.LT, UNDERFLOW));
     }
 
     private static FloatVector load(MemorySegment s, long off) {
@@ -216,8 +218,8 @@ final class SoftmaxF32 {
 
     /** {@link #expNonPositive(FloatVector)} of one float, operation for operation, so with the same bits. */
     static float expNonPositive(float x) {
-        float t = Math.fma(x, LOG2E, ROUNDER);
-        float n = t - ROUNDER;
+        float t = Math.fma(x, LOG2E, ROUNDER_BIASED);
+        float n = t - ROUNDER_BIASED;
         float r = Math.fma(n, -LN2_HI, x);
         r = Math.fma(n, -LN2_LO, r);
         float p = 1f / 5040f;
@@ -228,10 +230,8 @@ final class SoftmaxF32 {
         p = Math.fma(p, r, 0.5f);
         p = Math.fma(p, r, 1f);
         p = Math.fma(p, r, 1f);
-        int ni = Float.floatToRawIntBits(t) - Float.floatToRawIntBits(ROUNDER);
-        float e = Float.intBitsToFloat(Float.floatToRawIntBits(p) + (ni << 23));
-        if (x < UNDERFLOW) e = 0f;
-        return Float.isNaN(x) ? x : e;
+        float e = p * Float.intBitsToFloat(Float.floatToRawIntBits(t) << 23);
+        return x < UNDERFLOW ? 0f : e;
     }
 
     /** sum(exp(x - max)) without storing. */
