@@ -1,5 +1,8 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.OpTestSupport.assertAutocastLeavesTheInputsDtype;
+import static org.jtorch.ops.OpTestSupport.assertDeclaredTracedAndReplayed;
+import static org.jtorch.ops.OpTestSupport.assertGradientsOfBothOrders;
 import static org.jtorch.ops.OpTestSupport.firstGradient;
 import static org.jtorch.ops.OpTestSupport.traced;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -12,12 +15,12 @@ import java.util.List;
 import java.util.function.Function;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.nn.F;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
+import org.jtorch.ops.OpTestSupport.FrontEndCase;
 import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.ScopePerTest;
@@ -39,20 +42,17 @@ class Pool1dOpsTest {
     private static final Device DEVICE = Fixtures.device();
     private static final Generator GEN = new Generator(261);
 
-    /** An F call, the op PyTorch runs for it, and that op's arguments as the trace records them. */
-    private record PoolCase(String op, long[] shape, Function<Tensor, Tensor> call, double[] args) {}
-
-    private static final List<PoolCase> POOLS = List.of(
-            new PoolCase("max_pool1d", new long[] {2, 3, 11}, x -> F.maxPool1d(x, 3, F.MaxPool.options()),
+    private static final List<FrontEndCase> POOLS = List.of(
+            new FrontEndCase("max_pool1d", new long[] {2, 3, 11}, x -> F.maxPool1d(x, 3, F.MaxPool.options()),
                     new double[] {1, 3, -1, 1, 0, 1, 1, 0}),
-            new PoolCase("max_pool1d", new long[] {3, 10}, x -> F.maxPool1d(x, 3, F.MaxPool.options().stride(2).padding(1).dilation(2).ceilMode(true)),
+            new FrontEndCase("max_pool1d", new long[] {3, 10}, x -> F.maxPool1d(x, 3, F.MaxPool.options().stride(2).padding(1).dilation(2).ceilMode(true)),
                     new double[] {1, 3, 1, 2, 1, 1, 1, 2, 1}),
-            new PoolCase("avg_pool1d", new long[] {2, 3, 11}, x -> F.avgPool1d(x, 4, F.AvgPool.options()),
+            new FrontEndCase("avg_pool1d", new long[] {2, 3, 11}, x -> F.avgPool1d(x, 4, F.AvgPool.options()),
                     new double[] {1, 4, -1, 1, 0, 0, 1}),
-            new PoolCase("avg_pool1d", new long[] {2, 2, 9}, x -> F.avgPool1d(x, 3, F.AvgPool.options().stride(2).padding(1).ceilMode(true)
+            new FrontEndCase("avg_pool1d", new long[] {2, 2, 9}, x -> F.avgPool1d(x, 3, F.AvgPool.options().stride(2).padding(1).ceilMode(true)
                     .countIncludePad(false)), new double[] {1, 3, 1, 2, 1, 1, 1, 0}),
-            new PoolCase("adaptive_avg_pool1d", new long[] {2, 3, 11}, x -> F.adaptiveAvgPool1d(x, 4), new double[] {4}),
-            new PoolCase("adaptive_avg_pool1d", new long[] {3, 7}, x -> F.adaptiveAvgPool1d(x, 9), new double[] {9}));
+            new FrontEndCase("adaptive_avg_pool1d", new long[] {2, 3, 11}, x -> F.adaptiveAvgPool1d(x, 4), new double[] {4}),
+            new FrontEndCase("adaptive_avg_pool1d", new long[] {3, 7}, x -> F.adaptiveAvgPool1d(x, 9), new double[] {9}));
 
     private static Tensor input(long[] shape, DType dtype) {
         return Torch.randn(shape, dtype, Device.cpu(), GEN).to(DEVICE);
@@ -60,44 +60,17 @@ class Pool1dOpsTest {
 
     @Test
     void eachPoolIsOneDeclaredOpTracedUnderPyTorchsNameAndReplayedFromItsArguments() {
-        for (PoolCase c : POOLS) {
-            OpDef op = OpRegistry.get(c.op());
-            assertEquals(OpDef.Kind.FRONT_END, op.kind(), c.op());
-            assertTrue(op.isDifferentiable(), c.op());
-            Tensor x = input(c.shape(), DType.FLOAT32).requiresGrad_(true);
-            assertEquals(List.of(c.op()), traced(() -> c.call().apply(x)), c.op());
-            Tensor eager = c.call().apply(x);
-            Tensor replayed = Dispatcher.call(op, new Tensor[] {x}, c.args());
-            assertArrayEquals(eager.shape(), replayed.shape(), c.op());
-            assertArrayEquals(eager.toFloatArray(), replayed.toFloatArray(), 0f, c.op());
-        }
+        for (FrontEndCase c : POOLS) assertDeclaredTracedAndReplayed(c, input(c.shape(), DType.FLOAT32).requiresGrad_(true));
     }
 
     @Test
     void autocastLeavesThemInTheInputsDtype() {
-        for (PoolCase c : POOLS) {
-            OpDef op = OpRegistry.get(c.op());
-            assertNull(op.autocast(Device.Type.CPU), c.op());
-            assertNull(op.autocast(Device.Type.CUDA), c.op());
-            Tensor x = Torch.randn(c.shape(), DType.FLOAT32, Device.cpu(), GEN).to(DType.BFLOAT16);
-            Tensor y;
-            try (Autocast ac = Autocast.enable(Device.cpu(), DType.BFLOAT16)) {
-                y = c.call().apply(x);
-            }
-            assertEquals(DType.BFLOAT16, y.dtype(), c.op());
-            assertArrayEquals(c.call().apply(x).to(DType.FLOAT32).toFloatArray(), y.to(DType.FLOAT32).toFloatArray(), 0f, c.op());
-        }
+        for (FrontEndCase c : POOLS) assertAutocastLeavesTheInputsDtype(c, GEN);
     }
 
     @Test
     void gradientsOfBothOrdersAgreeWithFiniteDifferences() {
-        for (PoolCase c : POOLS) {
-            OpDef op = OpRegistry.get(c.op());
-            Function<Tensor[], Tensor> fn = a -> Dispatcher.call(op, new Tensor[] {a[0]}, c.args());
-            Tensor x = Torch.randn(c.shape(), DType.FLOAT64, Device.cpu(), GEN).requiresGrad_(true);
-            assertTrue(Gradcheck.check(fn, x), c.op());
-            assertTrue(Gradcheck.check(firstGradient(a -> fn.apply(a).pow(2.0)), x), c.op());
-        }
+        for (FrontEndCase c : POOLS) assertGradientsOfBothOrders(c, GEN);
     }
 
     @Test

@@ -1,27 +1,25 @@
 package org.jtorch.ops;
 
-import static org.jtorch.ops.OpTestSupport.firstGradient;
+import static org.jtorch.ops.OpTestSupport.assertAutocastLeavesTheInputsDtype;
+import static org.jtorch.ops.OpTestSupport.assertDeclaredTracedAndReplayed;
+import static org.jtorch.ops.OpTestSupport.assertGradientsOfBothOrders;
 import static org.jtorch.ops.OpTestSupport.traced;
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.gson.JsonArray;
 import java.util.List;
-import java.util.function.Function;
 import java.util.stream.Stream;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.amp.Autocast;
-import org.jtorch.autograd.Gradcheck;
 import org.jtorch.nn.F;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.Shapes;
+import org.jtorch.ops.OpTestSupport.FrontEndCase;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
 import org.jtorch.testing.ScopePerTest;
@@ -46,31 +44,28 @@ class UpsampleOpsTest {
     private static final Device DEVICE = Fixtures.device();
     private static final Generator GEN = new Generator(26);
 
-    /** A call of {@code F.interpolate} and the op PyTorch runs for it, with the arguments that op receives. */
-    private record ModeCase(String op, long[] shape, Function<Tensor, Tensor> call, double[] args) {}
-
-    private static final List<ModeCase> MODES = List.of(
-            new ModeCase("upsample_nearest1d", new long[] {2, 3, 5}, x -> F.interpolate(x, new long[] {12}, "nearest", null), new double[] {12, 0}),
-            new ModeCase("upsample_nearest2d", new long[] {1, 2, 4, 5}, x -> F.interpolate(x, new double[] {1.7, 0.6}, "nearest", null),
+    private static final List<FrontEndCase> MODES = List.of(
+            new FrontEndCase("upsample_nearest1d", new long[] {2, 3, 5}, x -> F.interpolate(x, new long[] {12}, "nearest", null), new double[] {12, 0}),
+            new FrontEndCase("upsample_nearest2d", new long[] {1, 2, 4, 5}, x -> F.interpolate(x, new double[] {1.7, 0.6}, "nearest", null),
                     new double[] {6, 3, 1.7, 0.6}),
-            new ModeCase("upsample_nearest3d", new long[] {1, 2, 3, 4, 3}, x -> F.interpolate(x, new double[] {1.5, 0.5, 2}, "nearest", null),
+            new FrontEndCase("upsample_nearest3d", new long[] {1, 2, 3, 4, 3}, x -> F.interpolate(x, new double[] {1.5, 0.5, 2}, "nearest", null),
                     new double[] {4, 2, 6, 1.5, 0.5, 2}),
-            new ModeCase("_upsample_nearest_exact1d", new long[] {2, 3, 5}, x -> F.interpolate(x, new double[] {1.9}, "nearest-exact", null),
+            new FrontEndCase("_upsample_nearest_exact1d", new long[] {2, 3, 5}, x -> F.interpolate(x, new double[] {1.9}, "nearest-exact", null),
                     new double[] {9, 1.9}),
-            new ModeCase("_upsample_nearest_exact2d", new long[] {1, 2, 4, 5}, x -> F.interpolate(x, new long[] {7, 3}, "nearest-exact", null),
+            new FrontEndCase("_upsample_nearest_exact2d", new long[] {1, 2, 4, 5}, x -> F.interpolate(x, new long[] {7, 3}, "nearest-exact", null),
                     new double[] {7, 3, 0, 0}),
-            new ModeCase("_upsample_nearest_exact3d", new long[] {1, 1, 3, 4, 3},
+            new FrontEndCase("_upsample_nearest_exact3d", new long[] {1, 1, 3, 4, 3},
                     x -> F.interpolate(x, new double[] {1.5, 1.4, 0.7}, "nearest-exact", null), new double[] {4, 5, 2, 1.5, 1.4, 0.7}),
-            new ModeCase("upsample_linear1d", new long[] {2, 3, 5}, x -> F.interpolate(x, new double[] {2}, "linear", true), new double[] {10, 1, 2}),
-            new ModeCase("upsample_bilinear2d", new long[] {1, 2, 4, 5},
+            new FrontEndCase("upsample_linear1d", new long[] {2, 3, 5}, x -> F.interpolate(x, new double[] {2}, "linear", true), new double[] {10, 1, 2}),
+            new FrontEndCase("upsample_bilinear2d", new long[] {1, 2, 4, 5},
                     x -> F.interpolate(x, null, new double[] {2.5, 1.5}, "bilinear", false, true), new double[] {10, 7, 0, 0, 0}),
-            new ModeCase("upsample_bicubic2d", new long[] {1, 2, 4, 5}, x -> F.interpolate(x, new double[] {2.5, 1.5}, "bicubic", false),
+            new FrontEndCase("upsample_bicubic2d", new long[] {1, 2, 4, 5}, x -> F.interpolate(x, new double[] {2.5, 1.5}, "bicubic", false),
                     new double[] {10, 7, 0, 2.5, 1.5}),
-            new ModeCase("upsample_trilinear3d", new long[] {1, 2, 3, 4, 3}, x -> F.interpolate(x, new long[] {4, 3, 5}, "trilinear", true),
+            new FrontEndCase("upsample_trilinear3d", new long[] {1, 2, 3, 4, 3}, x -> F.interpolate(x, new long[] {4, 3, 5}, "trilinear", true),
                     new double[] {4, 3, 5, 1, 0, 0, 0}),
-            new ModeCase("_upsample_bilinear2d_aa", new long[] {1, 2, 11, 13},
+            new FrontEndCase("_upsample_bilinear2d_aa", new long[] {1, 2, 11, 13},
                     x -> F.interpolate(x, F.Interpolate.options().size(4, 5).mode("bilinear").antialias(true)), new double[] {4, 5, 0, 0, 0}),
-            new ModeCase("_upsample_bicubic2d_aa", new long[] {1, 2, 11, 13},
+            new FrontEndCase("_upsample_bicubic2d_aa", new long[] {1, 2, 11, 13},
                     x -> F.interpolate(x, F.Interpolate.options().scaleFactor(0.5, 0.35).mode("bicubic").alignCorners(true).antialias(true)),
                     new double[] {5, 4, 1, 0.5, 0.35}));
 
@@ -114,45 +109,18 @@ class UpsampleOpsTest {
 
     @Test
     void eachModeIsOneDeclaredOpTracedUnderPyTorchsNameAndReplayedFromItsArguments() {
-        for (ModeCase c : MODES) {
-            OpDef op = OpRegistry.get(c.op());
-            assertEquals(OpDef.Kind.FRONT_END, op.kind(), c.op());
-            assertTrue(op.isDifferentiable(), c.op());
-            Tensor x = input(c.shape(), DType.FLOAT32).requiresGrad_(true);
-            assertEquals(List.of(c.op()), traced(() -> c.call().apply(x)), c.op());
-            Tensor eager = c.call().apply(x);
-            Tensor replayed = Dispatcher.call(op, new Tensor[] {x}, c.args());
-            assertArrayEquals(eager.shape(), replayed.shape(), c.op());
-            assertArrayEquals(eager.toFloatArray(), replayed.toFloatArray(), 0f, c.op());
-        }
+        for (FrontEndCase c : MODES) assertDeclaredTracedAndReplayed(c, input(c.shape(), DType.FLOAT32).requiresGrad_(true));
     }
 
     /** PyTorch 1.13's autocast lists have no upsample op: under CPU autocast they run in the input's dtype. */
     @Test
     void autocastLeavesThemInTheInputsDtype() {
-        for (ModeCase c : MODES) {
-            OpDef op = OpRegistry.get(c.op());
-            assertNull(op.autocast(Device.Type.CPU), c.op());
-            assertNull(op.autocast(Device.Type.CUDA), c.op());
-            Tensor x = Torch.randn(c.shape(), DType.FLOAT32, Device.cpu(), GEN).to(DType.BFLOAT16);
-            Tensor y;
-            try (Autocast ac = Autocast.enable(Device.cpu(), DType.BFLOAT16)) {
-                y = c.call().apply(x);
-            }
-            assertEquals(DType.BFLOAT16, y.dtype(), c.op());
-            assertArrayEquals(c.call().apply(x).to(DType.FLOAT32).toFloatArray(), y.to(DType.FLOAT32).toFloatArray(), 0f, c.op());
-        }
+        for (FrontEndCase c : MODES) assertAutocastLeavesTheInputsDtype(c, GEN);
     }
 
     @Test
     void gradientsOfBothOrdersAgreeWithFiniteDifferences() {
-        for (ModeCase c : MODES) {
-            OpDef op = OpRegistry.get(c.op());
-            Function<Tensor[], Tensor> fn = a -> Dispatcher.call(op, new Tensor[] {a[0]}, c.args());
-            Tensor x = Torch.randn(c.shape(), DType.FLOAT64, Device.cpu(), GEN).requiresGrad_(true);
-            assertTrue(Gradcheck.check(fn, x), c.op());
-            assertTrue(Gradcheck.check(firstGradient(a -> fn.apply(a).pow(2.0)), x), c.op());
-        }
+        for (FrontEndCase c : MODES) assertGradientsOfBothOrders(c, GEN);
     }
 
     @Test
