@@ -19,9 +19,9 @@ final class CpuSpatialKernels implements SpatialKernels {
     /** Elements of work per parallel chunk (below this, threads cost more than they save). */
     private static final long GRAIN_ELEMENTS = 1 << 15;
 
-    /** The tensor's elements from its storage offset on. */
+    /** The tensor's elements from its storage offset on (none for an empty view whose offset lies past its memory's end). */
     static MemorySegment seg(StridedView t) {
-        return t.memory().asSlice(t.offset() * t.dtype().byteSize());
+        return t.memory().asSlice(Math.min(t.offset() * t.dtype().byteSize(), t.memory().byteSize()));
     }
 
     static double ld(MemorySegment s, boolean f32, long i) {
