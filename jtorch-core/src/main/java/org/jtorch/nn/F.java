@@ -11,6 +11,7 @@ import org.jtorch.op.IndexingOps;
 import org.jtorch.op.LossOps;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.ops.Dropouts;
 import org.jtorch.ops.Indexing;
 import org.jtorch.op.RandomOps;
 import org.jtorch.ops.Losses;
@@ -215,7 +216,7 @@ public final class F {
         return org.jtorch.ops.Linalg.bilinear(x1, x2, weight, bias);
     }
 
-    // ------------------------------------------------------------------ dropout
+    // ------------------------------------------------------------------ dropout (org.jtorch.ops.Dropouts)
 
     /** {@code F.dropout(x, **options)}: {@code p=0.5, training=True} unless the options say otherwise; see {@link Dropout}. */
     public static Tensor dropout(Tensor x, Dropout options) {
@@ -234,24 +235,7 @@ public final class F {
     public static Tensor dropout_(Tensor x, double p, boolean training, Generator gen) {
         Arguments.nonNull("dropout_", "x", x);
         Arguments.nonNull("dropout_", "gen", gen);
-        checkDropoutP("dropout_", p);
-        if (training && p > 0) {
-            try (MemoryScope scope = new MemoryScope()) {
-                x.mul_(p == 1 ? Torch.zerosLike(x) : dropoutScale(x, p, gen));
-            }
-        }
-        return x.alias();
-    }
-
-    private static void checkDropoutP(String op, double p) {
-        if (!(p >= 0 && p <= 1)) {
-            throw new IllegalArgumentException(op + ": dropout probability has to be between 0 and 1, but got " + p);
-        }
-    }
-
-    /** The kept elements' factor {@code 1 / (1 - p)}, zero where dropped: one uniform draw per element. */
-    private static Tensor dropoutScale(Tensor x, double p, Generator gen) {
-        return dropoutScale(x.shape(), x.dtype(), x.device(), p, gen);
+        return Dropouts.dropout_(x, p, training, gen);
     }
 
     /** Dropout's multiplier for a tensor of {@code shape}: 0 with probability {@code p}, else {@code 1 / (1 - p)}. */
@@ -267,15 +251,30 @@ public final class F {
 
     /**
      * Zeroes each element with probability {@code p} and scales the rest by {@code 1 / (1 - p)} in
-     * training; the identity (a new reference) otherwise.
+     * training; the identity (a new reference) otherwise. The declared {@link RandomOps#DROPOUT}.
      */
     public static Tensor dropout(Tensor x, double p, boolean training, Generator gen) {
         Arguments.nonNull("dropout", "x", x);
         Arguments.nonNull("dropout", "gen", gen);
-        checkDropoutP("dropout", p);
-        if (!training || p == 0) return x.alias();
-        if (p == 1) return x.mul(0.0);
-        return Dispatcher.call(RandomOps.NATIVE_DROPOUT, new Tensor[] {x}, p, 1, gen.id());
+        return Dropouts.dropout(x, p, training, gen);
+    }
+
+    /**
+     * {@code F.alpha_dropout}: SELU's dropout in training (dropped elements set to SELU's negative saturation, then
+     * everything scaled and shifted to keep zero mean and unit variance); the identity otherwise. The declared {@link
+     * RandomOps#ALPHA_DROPOUT}.
+     */
+    public static Tensor alphaDropout(Tensor x, double p, boolean training, Generator gen) {
+        Arguments.nonNull("alphaDropout", "x", x);
+        Arguments.nonNull("alphaDropout", "gen", gen);
+        return Dropouts.alphaDropout(x, p, training, gen);
+    }
+
+    /** {@code F.feature_alpha_dropout}: {@link #alphaDropout} of whole {@code (n, c)} channels. The declared {@link RandomOps#FEATURE_ALPHA_DROPOUT}. */
+    public static Tensor featureAlphaDropout(Tensor x, double p, boolean training, Generator gen) {
+        Arguments.nonNull("featureAlphaDropout", "x", x);
+        Arguments.nonNull("featureAlphaDropout", "gen", gen);
+        return Dropouts.featureAlphaDropout(x, p, training, gen);
     }
 
     // ------------------------------------------------------------------ normalisation
@@ -1456,19 +1455,13 @@ public final class F {
 
     /**
      * {@code F.dropout1d}: in training zeroes whole channels (each {@code L} row) with probability {@code p} and
-     * scales the rest by {@code 1 / (1 - p)}; the identity (a new reference) otherwise.
+     * scales the rest by {@code 1 / (1 - p)}; the identity (a new reference) otherwise. The declared {@link
+     * RandomOps#FEATURE_DROPOUT}.
      */
     public static Tensor dropout1d(Tensor x, double p, boolean training, Generator gen) {
         Arguments.nonNull("dropout1d", "x", x);
-        if (x.dim() != 2 && x.dim() != 3) {
-            throw new IllegalArgumentException("dropout1d: expected 2D or 3D input, but received a " + x.dim() + "D input of shape "
-                    + Shapes.format(x.shape()) + ". Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
-                    + "spatial dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).");
-        }
-        if (x.dim() == 3) return featureDropout("dropout1d", x, p, training, gen);
-        try (Tensor b = x.unsqueeze(0); Tensor r = featureDropout("dropout1d", b, p, training, gen)) {
-            return r.squeeze(0);
-        }
+        Arguments.nonNull("dropout1d", "gen", gen);
+        return Dropouts.channelDropout("dropout1d", 1, x, p, training, gen);
     }
 
     /** Channel dropout of {@code (N, C, H, W)} with the default generator. */
@@ -1479,32 +1472,23 @@ public final class F {
     /**
      * {@code F.dropout2d}: in training zeroes whole channels ({@code x[n, c]}) with probability {@code p} and scales
      * the rest by {@code 1 / (1 - p)}. As PyTorch 1.13, a 3-D input is read as {@code (N, C, L)} (channel-wise 1-D
-     * behaviour), not as an unbatched image.
+     * behaviour), not as an unbatched image. The declared {@link RandomOps#FEATURE_DROPOUT}.
      */
     public static Tensor dropout2d(Tensor x, double p, boolean training, Generator gen) {
         Arguments.nonNull("dropout2d", "x", x);
-        return featureDropout("dropout2d", x, p, training, gen);
+        Arguments.nonNull("dropout2d", "gen", gen);
+        return Dropouts.channelDropout("dropout2d", 2, x, p, training, gen);
     }
 
-    /** Dropout with one Bernoulli draw per {@code (n, c)}, broadcast over the remaining dimensions. */
-    private static Tensor featureDropout(String op, Tensor x, double p, boolean training, Generator gen) {
-        if (!(p >= 0 && p <= 1)) {
-            throw new IllegalArgumentException(op + ": dropout probability has to be between 0 and 1, but got " + p);
-        }
-        if (x.dim() < 2) {
-            throw new IllegalArgumentException(op + ": feature dropout requires at least 2 dimensions in the input, got shape "
-                    + Shapes.format(x.shape()));
-        }
-        if (!training || p == 0) return x.alias();
-        if (p == 1) return x.mul(0.0);
-        long[] maskShape = new long[x.dim()];
-        Arrays.fill(maskShape, 1);
-        maskShape[0] = x.size(0);
-        maskShape[1] = x.size(1);
-        return MemoryScope.run(() -> {
-            Tensor keep = Torch.rand(maskShape, x.dtype(), x.device(), gen).lt(1 - p);
-            return x.mul(keep.to(x.dtype()).mul(1.0 / (1 - p)));
-        });
+    /**
+     * {@code F.dropout3d}: in training zeroes whole channels ({@code x[n, c]} of {@code (N, C, D, H, W)}, or {@code x[c]}
+     * of an unbatched {@code (C, D, H, W)}) with probability {@code p} and scales the rest by {@code 1 / (1 - p)}. The
+     * declared {@link RandomOps#FEATURE_DROPOUT}.
+     */
+    public static Tensor dropout3d(Tensor x, double p, boolean training, Generator gen) {
+        Arguments.nonNull("dropout3d", "x", x);
+        Arguments.nonNull("dropout3d", "gen", gen);
+        return Dropouts.channelDropout("dropout3d", 3, x, p, training, gen);
     }
 
     // ================================================================== keyword options

@@ -158,6 +158,42 @@ public final class RandomOps {
                     null))
             .doc("grad_output * mask * scale").build();
 
+    // ------------------------------------------------------------------ the dropout family (front ends)
+
+    /** The dropout family's signature, as native_functions.yaml's {@code (Tensor input, float p, bool train)}, and the generator. */
+    private static Param[] dropoutSignature() {
+        return new Param[] {Param.tensor("input"), Param.scalar("p", "float", null), Param.scalar("train", "bool", null), GENERATOR};
+    }
+
+    /**
+     * {@code dropout(input, p, train)}: {@link #NATIVE_DROPOUT}'s output in training with {@code 0 < p < 1}, zeros at p = 1,
+     * the input itself (an alias) out of training or at p = 0 ({@code ops.Dropouts}). The trace records what it runs,
+     * {@code native_dropout}, which the JIT fuses into its pointwise kernels: recorded as this op, it would be an opaque node.
+     */
+    public static final OpDef DROPOUT = OpDef.frontEnd("dropout", true).rule(DTypeRule.SAME).signature(dropoutSignature()).random(2)
+            .doc("`ops.Dropouts.dropout` (`native_dropout` in training, floating inputs; traced as what it runs)").build();
+
+    /**
+     * {@code feature_dropout(input, p, train)}: one keep decision per {@code (n, c)} channel of an input of at least two
+     * dimensions, kept channels divided by {@code 1 - p} (PyTorch's {@code _dropout_impl}; {@code F.dropout1d/2d/3d}).
+     * Traced as one random op: a replay draws anew.
+     */
+    public static final OpDef FEATURE_DROPOUT = OpDef.frontEnd("feature_dropout", true).rule(DTypeRule.SAME).signature(dropoutSignature())
+            .random(2).doc("`ops.Dropouts.featureDropout` (a uniform draw per channel, lt, div, mul; floating inputs in training)").build();
+
+    /**
+     * {@code alpha_dropout(input, p, train)}: SELU's dropout, keeping the mean and variance: kept elements {@code a x + alpha a
+     * p}, dropped ones {@code alpha a (p - 1)}, with {@code alpha = 1.7580993408473766} and {@code a = 1 / sqrt((alpha^2 p + 1)
+     * (1 - p))} (PyTorch's {@code _dropout_impl}). Traced as one random op.
+     */
+    public static final OpDef ALPHA_DROPOUT = OpDef.frontEnd("alpha_dropout", true).rule(DTypeRule.SAME).signature(dropoutSignature())
+            .random(2).doc("`ops.Dropouts.alphaDropout` (a uniform draw per element, then mul and add; floating inputs in training)").build();
+
+    /** {@link #ALPHA_DROPOUT} with one keep decision per {@code (n, c)} channel, as {@link #FEATURE_DROPOUT}'s. Traced as one random op. */
+    public static final OpDef FEATURE_ALPHA_DROPOUT = OpDef.frontEnd("feature_alpha_dropout", true).rule(DTypeRule.SAME)
+            .signature(dropoutSignature()).random(2)
+            .doc("`ops.Dropouts.featureAlphaDropout` (a uniform draw per channel, then mul and add; floating inputs in training)").build();
+
     // ------------------------------------------------------------------ in-place fills of other distributions
 
     /** The draws a fill's {@link #sample} formula transforms: input 0, float64, uniform in [0, 1) (normal for log_normal_). */

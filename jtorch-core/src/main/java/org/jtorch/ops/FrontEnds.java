@@ -223,6 +223,7 @@ public final class FrontEnds {
         if (op == FrontEndOps.PIXEL_SHUFFLE) return Resampling.pixelShuffle(in[0], (int) args[0]);
         if (op == FrontEndOps.PIXEL_UNSHUFFLE) return Resampling.pixelUnshuffle(in[0], (int) args[0]);
         if (Resampling.isUpsample(op)) return Resampling.upsampleAs(op, in[0], args);
+        if (Dropouts.isDeclared(op)) return Dropouts.callAs(op, in[0], args);
         throw new IllegalStateException(op.name() + " has no front end to call");
     }
 

@@ -31,7 +31,8 @@ final class Oracle {
     /** In-place ops PyTorch lets write to an expanded tensor (deprecated for some), or that write no elements. */
     private static final Set<String> NO_OVERLAP_CHECK = Set.of("requiresGrad_", "fill_", "zero_", "indexFill_", "maskedFill_",
             "indexPut_", "detach_");
-    private static final Set<String> DROPOUT_OPS = Set.of("F.dropout", "F.dropout1d", "F.dropout2d", "Dropout.<init>",
+    private static final Set<String> DROPOUT_OPS = Set.of("F.dropout", "F.dropout1d", "F.dropout2d", "F.dropout3d", "F.alphaDropout",
+            "F.featureAlphaDropout", "Dropout.<init>",
             "Dropout1d.<init>", "Dropout2d.<init>");
     /** Ops that raise on a zero value of these size parameters, not only on a negative one. */
     private static final Set<String> POSITIVE_SIZES = Set.of("kernelSize", "chunks", "upscaleFactor", "downscaleFactor", "numGroups",

@@ -303,8 +303,8 @@ class KeywordOptionsConformanceTest {
                 compared++;
             }
         }
-        // batch_norm and dropout (native_dropout) are declared without defaults (PyTorch's aten::batch_norm and
-        // aten::native_dropout have none), avg_pool2d with its resolved geometry (no keywords): nothing to compare there.
+        // batch_norm and dropout are declared without defaults (PyTorch's aten::batch_norm and
+        // aten::dropout have none), avg_pool2d with its resolved geometry (no keywords): nothing to compare there.
         assertEquals(List.of("avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "dropout", "embedding", "group_norm", "layer_norm", "max_pool1d", "max_pool2d", "max_pool3d", "nll_loss"), ops.stream().sorted().toList(),
                 "the ops both declared in the registry and covered by an options record");
         assertTrue(compared >= 30, "compared " + compared + " declared defaults");
