@@ -3,7 +3,6 @@ package org.jtorch.nn;
 import java.util.Arrays;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.AttentionOps;
@@ -546,52 +545,7 @@ public final class F {
         Arguments.nonNull("crossEntropy", "input", input);
         Arguments.nonNull("crossEntropy", "target", target);
         Arguments.nonNull("crossEntropy", "reduction", reduction);
-        if (Dispatcher.wrapsFrontEnds()) {
-            return Dispatcher.frontEnd(LossOps.CROSS_ENTROPY_LOSS, new Tensor[] {input, target, weight}, null,
-                    t -> crossEntropyOf(t[0], t[1], t[2], ignoreIndex, reduction, labelSmoothing));
-        }
-        return crossEntropyOf(input, target, weight, ignoreIndex, reduction, labelSmoothing);
-    }
-
-    /** {@link #crossEntropy(Tensor, Tensor, Tensor, long, Reduction, double)} inside the dispatcher's layers. */
-    private static Tensor crossEntropyOf(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction,
-                                         double labelSmoothing) {
-        checkReduction("crossEntropy", reduction);
-        if (!(labelSmoothing >= 0 && labelSmoothing <= 1)) {
-            throw new IllegalArgumentException("crossEntropy: label_smoothing must be between 0.0 and 1.0. Got: " + labelSmoothing);
-        }
-        if (input.dim() == 0) throw new IllegalArgumentException("crossEntropy: input must have at least 1 dimension (classes)");
-        int classDim = input.dim() == 1 ? 0 : 1;
-        long classes = input.size(classDim);
-        Losses.checkClassWeight("crossEntropy", weight, classes);
-        if (target.dtype().isFloatingPoint()) {
-            if (!Arrays.equals(input.shape(), target.shape())) {
-                throw new IllegalArgumentException("crossEntropy: expected class-probability target of the input's shape "
-                        + Shapes.format(input.shape()) + ", got " + Shapes.format(target.shape()));
-            }
-            return MemoryScope.run(() -> {
-                Tensor logp = input.logSoftmax(classDim);
-                Tensor t = labelSmoothing > 0 ? target.mul(1 - labelSmoothing).add(labelSmoothing / classes) : target;
-                Tensor prod = logp.mul(t);
-                if (weight != null) prod = prod.mul(weight.view(Losses.classWeightShape(input.dim(), classDim, classes)));
-                return switch (reduction) {
-                    case NONE -> prod.sum(classDim).neg();
-                    case SUM -> prod.sum().neg();
-                    default -> input.numel() == 0 ? prod.sum().mul(Double.NaN)
-                            : prod.sum().neg().div((double) (input.numel() / classes));
-                };
-            });
-        }
-        try {
-            return Dispatcher.call(LossOps.CROSS_ENTROPY_FUSED, new Tensor[] {input, target, weight}, reductionEnum(reduction), ignoreIndex,
-                    labelSmoothing);
-        } catch (IndexOutOfBoundsException e) {
-            // the decomposition names the loss itself; the fused kernel reports the target only
-            if (e.getMessage() != null && e.getMessage().startsWith("crossEntropy")) throw e;
-            IndexOutOfBoundsException named = new IndexOutOfBoundsException("crossEntropy: " + e.getMessage());
-            named.initCause(e);
-            throw named;
-        }
+        return Losses.crossEntropyLoss(input, target, weight, reduction("crossEntropy", reduction), ignoreIndex, labelSmoothing);
     }
 
     public static Tensor nllLoss(Tensor input, Tensor target) {
@@ -614,23 +568,19 @@ public final class F {
         Arguments.nonNull("nllLoss", "input", input);
         Arguments.nonNull("nllLoss", "target", target);
         Arguments.nonNull("nllLoss", "reduction", reduction);
-        checkReduction("nllLoss", reduction);
-        return Losses.nllLoss("nllLoss", input, target, weight, ignoreIndex, (int) reductionEnum(reduction));
+        return Losses.nllLoss("nllLoss", input, target, weight, ignoreIndex, reduction("nllLoss", reduction));
+    }
+
+    /** PyTorch's {@code at::Reduction} value of {@code reduction}, which must not be klDiv's {@code BATCHMEAN}. */
+    private static int reduction(String op, Reduction reduction) {
+        checkReduction(op, reduction);
+        return (int) reductionEnum(reduction);
     }
 
     private static void checkReduction(String op, Reduction reduction) {
         if (reduction == Reduction.BATCHMEAN) {
             throw new IllegalArgumentException(op + ": reduction BATCHMEAN is only defined for klDiv");
         }
-    }
-
-    private static Tensor reduce(Tensor loss, Reduction reduction) {
-        return switch (reduction) {
-            case NONE -> loss.alias();
-            case MEAN -> loss.mean();
-            case SUM -> loss.sum();
-            case BATCHMEAN -> throw new IllegalArgumentException("reduction BATCHMEAN is only defined for klDiv");
-        };
     }
 
     /** PyTorch's {@code at::Reduction} value of {@code reduction}: the declared losses' first scalar ({@link LossOps}). */
@@ -652,9 +602,7 @@ public final class F {
         Arguments.nonNull("mseLoss", "input", input);
         Arguments.nonNull("mseLoss", "target", target);
         Arguments.nonNull("mseLoss", "reduction", reduction);
-        checkReduction("mseLoss", reduction);
-        checkFloatingLoss("mseLoss", input, target);
-        return Dispatcher.call(LossOps.MSE_LOSS_FUSED, new Tensor[] {input, target}, reductionEnum(reduction));
+        return Losses.mseLoss(input, target, reduction("mseLoss", reduction));
     }
 
     public static Tensor mseLoss(Tensor input, Tensor target) { return mseLoss(input, target, Reduction.MEAN); }
@@ -664,31 +612,17 @@ public final class F {
         Arguments.nonNull("l1Loss", "input", input);
         Arguments.nonNull("l1Loss", "target", target);
         Arguments.nonNull("l1Loss", "reduction", reduction);
-        checkReduction("l1Loss", reduction);
-        return Dispatcher.call(LossOps.L1_LOSS, new Tensor[] {input, target}, reductionEnum(reduction));
+        return Losses.l1Loss(input, target, reduction("l1Loss", reduction));
     }
 
     public static Tensor l1Loss(Tensor input, Tensor target) { return l1Loss(input, target, Reduction.MEAN); }
-
-    /** PyTorch's squared and smooth losses have no integer kernels ("mse_cpu" not implemented for 'Long'). */
-    private static void checkFloatingLoss(String op, Tensor input, Tensor target) {
-        if (!input.dtype().isFloatingPoint() && !target.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException(op + ": expected floating-point input or target, got " + input.dtype() + " input of shape "
-                    + Shapes.format(input.shape()) + " and " + target.dtype() + " target of shape " + Shapes.format(target.shape())
-                    + " (PyTorch has no integer kernel for this loss)");
-        }
-    }
 
     /** {@code |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta}, and the L1 loss for {@code beta == 0}. */
     public static Tensor smoothL1Loss(Tensor input, Tensor target, Reduction reduction, double beta) {
         Arguments.nonNull("smoothL1Loss", "input", input);
         Arguments.nonNull("smoothL1Loss", "target", target);
         Arguments.nonNull("smoothL1Loss", "reduction", reduction);
-        checkReduction("smoothL1Loss", reduction);
-        checkFloatingLoss("smoothL1Loss", input, target);
-        if (beta < 0) throw new IllegalArgumentException("smoothL1Loss: smooth_l1_loss does not support negative values for beta, got " + beta);
-        if (beta == 0) return l1Loss(input, target, reduction);
-        return Dispatcher.call(LossOps.SMOOTH_L1_LOSS, new Tensor[] {input, target}, reductionEnum(reduction), beta);
+        return Losses.smoothL1Loss(input, target, reduction("smoothL1Loss", reduction), beta);
     }
 
     public static Tensor smoothL1Loss(Tensor input, Tensor target) { return smoothL1Loss(input, target, Reduction.MEAN, 1.0); }
@@ -700,10 +634,7 @@ public final class F {
         Arguments.nonNull("huberLoss", "input", input);
         Arguments.nonNull("huberLoss", "target", target);
         Arguments.nonNull("huberLoss", "reduction", reduction);
-        checkReduction("huberLoss", reduction);
-        checkFloatingLoss("huberLoss", input, target);
-        if (!(delta > 0)) throw new IllegalArgumentException("huberLoss: huber_loss does not support non-positive values for delta, got " + delta);
-        return Dispatcher.call(LossOps.HUBER_LOSS, new Tensor[] {input, target}, reductionEnum(reduction), delta);
+        return Losses.huberLoss(input, target, reduction("huberLoss", reduction), delta);
     }
 
     public static Tensor huberLoss(Tensor input, Tensor target) { return huberLoss(input, target, Reduction.MEAN, 1.0); }
@@ -720,16 +651,7 @@ public final class F {
         Arguments.nonNull("binaryCrossEntropy", "input", input);
         Arguments.nonNull("binaryCrossEntropy", "target", target);
         Arguments.nonNull("binaryCrossEntropy", "reduction", reduction);
-        checkReduction("binaryCrossEntropy", reduction);
-        if (!Arrays.equals(input.shape(), target.shape())) {
-            throw new IllegalArgumentException("binaryCrossEntropy: Using a target size (" + Shapes.format(target.shape())
-                    + ") that is different to the input size (" + Shapes.format(input.shape()) + ") is deprecated. Please ensure they have the same size.");
-        }
-        if (weight != null && Autograd.needsGrad(weight)) {
-            throw new IllegalArgumentException("binaryCrossEntropy: the function is not differentiable with respect to argument"
-                    + " 'weight'. This input cannot have requires_grad True.");
-        }
-        return Dispatcher.call(LossOps.BINARY_CROSS_ENTROPY, new Tensor[] {input, target, weight}, reductionEnum(reduction));
+        return Losses.binaryCrossEntropy(input, target, weight, reduction("binaryCrossEntropy", reduction));
     }
 
     public static Tensor binaryCrossEntropy(Tensor input, Tensor target) {
@@ -749,13 +671,7 @@ public final class F {
         Arguments.nonNull("binaryCrossEntropyWithLogits", "input", input);
         Arguments.nonNull("binaryCrossEntropyWithLogits", "target", target);
         Arguments.nonNull("binaryCrossEntropyWithLogits", "reduction", reduction);
-        checkReduction("binaryCrossEntropyWithLogits", reduction);
-        if (!Arrays.equals(input.shape(), target.shape())) {
-            throw new IllegalArgumentException("binaryCrossEntropyWithLogits: Target size (" + Shapes.format(target.shape())
-                    + ") must be the same as input size (" + Shapes.format(input.shape()) + ")");
-        }
-        return Dispatcher.call(LossOps.BINARY_CROSS_ENTROPY_WITH_LOGITS, new Tensor[] {input, target, weight, posWeight},
-                reductionEnum(reduction));
+        return Losses.binaryCrossEntropyWithLogits(input, target, weight, posWeight, reduction("binaryCrossEntropyWithLogits", reduction));
     }
 
     public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target) {
@@ -775,15 +691,8 @@ public final class F {
         Arguments.nonNull("klDiv", "input", input);
         Arguments.nonNull("klDiv", "target", target);
         Arguments.nonNull("klDiv", "reduction", reduction);
-        double log = logTarget ? 1 : 0;
-        if (reduction != Reduction.BATCHMEAN) {
-            return Dispatcher.call(LossOps.KL_DIV, new Tensor[] {input, target}, reductionEnum(reduction), log);
-        }
-        Tensor sum = Dispatcher.call(LossOps.KL_DIV, new Tensor[] {input, target}, LossOps.SUM, log);
-        if (input.dim() == 0) return sum;
-        try (sum) {
-            return sum.div((double) input.size(0));
-        }
+        boolean batchmean = reduction == Reduction.BATCHMEAN;
+        return Losses.klDiv(input, target, batchmean ? (int) LossOps.SUM : (int) reductionEnum(reduction), batchmean, logTarget);
     }
 
     public static Tensor klDiv(Tensor input, Tensor target) { return klDiv(input, target, Reduction.MEAN, false); }

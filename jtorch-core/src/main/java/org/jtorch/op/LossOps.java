@@ -278,13 +278,14 @@ public final class LossOps {
      * {@code F.cross_entropy} ({@code nn.F.crossEntropy}): class indices over {@link #CROSS_ENTROPY_FUSED}, class
      * probabilities as log_softmax and a weighted sum. Declared for its autocast policy, PyTorch 1.13's: float32 on the CPU;
      * on CUDA untouched, its parts (log_softmax and nll_loss, float32 there) cast one by one, as ATen's composite decomposes.
-     * The dispatcher applies it ({@code Dispatcher.frontEnd}); the trace sees the ops inside.
+     * The dispatcher applies it ({@code Dispatcher.frontEnd}); the trace sees the ops inside. Its front end, {@code
+     * ops.Losses.crossEntropyLoss}, checks the arguments; {@code Dispatcher.call} runs it from the signature's arguments.
      */
     public static final OpDef CROSS_ENTROPY_LOSS = OpDef.frontEnd("cross_entropy_loss", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
                     Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"),
                     Param.scalar("label_smoothing", "float", "0.0"))
-            .autocast(Device.Type.CPU, CastPolicy.FP32).doc("`nn.F.crossEntropy`").build();
+            .autocast(Device.Type.CPU, CastPolicy.FP32).doc("`ops.Losses.crossEntropyLoss` (`F.crossEntropy`)").build();
 
     /**
      * Cross entropy of logits {@code self} ({@code [N, C]}, float32 or float64) at class indices {@code target} ({@code [N]},
@@ -293,7 +294,7 @@ public final class LossOps {
      * times {@code weight[t]} ({@code [C]}, may be None), zero where {@code t == ignore_index}, reduced. Outputs: the loss
      * ({@code [N]} for reduction none, else a scalar), {@code lse} ({@code [N]}) and {@code total_weight} (the mean's divisor:
      * the summed weights of the kept targets). Scalars: {@code reduction, ignore_index, label_smoothing}. The front end
-     * ({@code nn.F.crossEntropy}) checks the arguments and calls it; the dispatcher runs the kernel where one takes the call
+     * ({@code ops.Losses.crossEntropyLoss}) checks the arguments and calls it; the dispatcher runs the kernel where one takes the call
      * ({@link #crossEntropyFusedForm}), its decomposition into log_softmax and nll_loss otherwise. Its derivative is one fused backward call ({@link #CROSS_ENTROPY_FUSED_BACKWARD}), or, when
      * the backward records a graph, the same formula as differentiable ops ({@link #CROSS_ENTROPY_BACKWARD_COMPOSITE}).
      */

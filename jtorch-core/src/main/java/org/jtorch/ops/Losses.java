@@ -199,4 +199,139 @@ public final class Losses {
                     + " classes or no classes but got weight tensor of shape: " + Shapes.format(weight.shape()));
         }
     }
+
+    // ------------------------------------------------------------------ F's losses: their checks, then the declared op
+
+    /**
+     * {@code F.cross_entropy} ({@link LossOps#CROSS_ENTROPY_LOSS}): class indices over {@link LossOps#CROSS_ENTROPY_FUSED},
+     * class probabilities (a floating target of the input's shape) as log_softmax and a weighted sum. Autocast applies the
+     * op's policy; the trace sees the ops inside.
+     */
+    public static Tensor crossEntropyLoss(Tensor input, Tensor target, Tensor weight, int reduction, long ignoreIndex, double labelSmoothing) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(LossOps.CROSS_ENTROPY_LOSS, new Tensor[] {input, target, weight}, null,
+                    t -> crossEntropyLossOf(t[0], t[1], t[2], reduction, ignoreIndex, labelSmoothing));
+        }
+        return crossEntropyLossOf(input, target, weight, reduction, ignoreIndex, labelSmoothing);
+    }
+
+    private static Tensor crossEntropyLossOf(Tensor input, Tensor target, Tensor weight, int reduction, long ignoreIndex, double labelSmoothing) {
+        if (!(labelSmoothing >= 0 && labelSmoothing <= 1)) {
+            throw new IllegalArgumentException("crossEntropy: label_smoothing must be between 0.0 and 1.0. Got: " + labelSmoothing + " ("
+                    + operands(input, target) + ")");
+        }
+        if (input.dim() == 0) throw new IllegalArgumentException("crossEntropy: input must have at least 1 dimension (classes), got " + operands(input, target));
+        int classDim = input.dim() == 1 ? 0 : 1;
+        long classes = input.size(classDim);
+        checkClassWeight("crossEntropy", weight, classes);
+        if (target.dtype().isFloatingPoint()) {
+            if (!Arrays.equals(input.shape(), target.shape())) {
+                throw new IllegalArgumentException("crossEntropy: expected class-probability target of the input's shape "
+                        + Shapes.format(input.shape()) + ", got " + Shapes.format(target.shape()) + " (" + operands(input, target) + ")");
+            }
+            return MemoryScope.run(() -> {
+                Tensor logp = input.logSoftmax(classDim);
+                Tensor t = labelSmoothing > 0 ? target.mul(1 - labelSmoothing).add(labelSmoothing / classes) : target;
+                Tensor prod = logp.mul(t);
+                if (weight != null) prod = prod.mul(weight.view(classWeightShape(input.dim(), classDim, classes)));
+                return switch (reduction) {
+                    case LossOps.NONE -> prod.sum(classDim).neg();
+                    case LossOps.SUM -> prod.sum().neg();
+                    default -> input.numel() == 0 ? prod.sum().mul(Double.NaN) : prod.sum().neg().div((double) (input.numel() / classes));
+                };
+            });
+        }
+        try {
+            return Dispatcher.call(LossOps.CROSS_ENTROPY_FUSED, new Tensor[] {input, target, weight}, reduction, ignoreIndex, labelSmoothing);
+        } catch (IndexOutOfBoundsException e) {
+            // the decomposition names the loss itself; the fused kernel reports the target only
+            if (e.getMessage() != null && e.getMessage().startsWith("crossEntropy")) throw e;
+            IndexOutOfBoundsException named = new IndexOutOfBoundsException("crossEntropy: " + e.getMessage());
+            named.initCause(e);
+            throw named;
+        }
+    }
+
+    /** {@code F.mse_loss}: floating operands, then {@link LossOps#MSE_LOSS_FUSED} (its kernel or its composition, as the dispatcher chooses). */
+    public static Tensor mseLoss(Tensor input, Tensor target, int reduction) {
+        checkFloating("mseLoss", input, target);
+        return Dispatcher.call(LossOps.MSE_LOSS_FUSED, new Tensor[] {input, target}, reduction);
+    }
+
+    /** {@code F.l1_loss}: {@link LossOps#L1_LOSS}. */
+    public static Tensor l1Loss(Tensor input, Tensor target, int reduction) {
+        return Dispatcher.call(LossOps.L1_LOSS, new Tensor[] {input, target}, reduction);
+    }
+
+    /** {@code F.smooth_l1_loss}: {@link LossOps#SMOOTH_L1_LOSS}, the L1 loss at {@code beta = 0}, as PyTorch's. */
+    public static Tensor smoothL1Loss(Tensor input, Tensor target, int reduction, double beta) {
+        checkFloating("smoothL1Loss", input, target);
+        if (beta < 0) {
+            throw new IllegalArgumentException("smoothL1Loss: smooth_l1_loss does not support negative values for beta, got " + beta + " ("
+                    + operands(input, target) + ")");
+        }
+        if (beta == 0) return l1Loss(input, target, reduction);
+        return Dispatcher.call(LossOps.SMOOTH_L1_LOSS, new Tensor[] {input, target}, reduction, beta);
+    }
+
+    /** {@code F.huber_loss}: {@link LossOps#HUBER_LOSS} for a positive {@code delta}. */
+    public static Tensor huberLoss(Tensor input, Tensor target, int reduction, double delta) {
+        checkFloating("huberLoss", input, target);
+        if (!(delta > 0)) {
+            throw new IllegalArgumentException("huberLoss: huber_loss does not support non-positive values for delta, got " + delta + " ("
+                    + operands(input, target) + ")");
+        }
+        return Dispatcher.call(LossOps.HUBER_LOSS, new Tensor[] {input, target}, reduction, delta);
+    }
+
+    /** {@code F.binary_cross_entropy}: operands of one shape and a weight without gradient, then {@link LossOps#BINARY_CROSS_ENTROPY}. */
+    public static Tensor binaryCrossEntropy(Tensor input, Tensor target, Tensor weight, int reduction) {
+        if (!Arrays.equals(input.shape(), target.shape())) {
+            throw new IllegalArgumentException("binaryCrossEntropy: Using a target size (" + Shapes.format(target.shape())
+                    + ") that is different to the input size (" + Shapes.format(input.shape()) + ") is deprecated. Please ensure they have the same size."
+                    + " (" + operands(input, target) + ")");
+        }
+        if (weight != null && org.jtorch.autograd.Autograd.needsGrad(weight)) {
+            throw new IllegalArgumentException("binaryCrossEntropy: the function is not differentiable with respect to argument"
+                    + " 'weight'. This input cannot have requires_grad True (weight of shape " + Shapes.format(weight.shape()) + ").");
+        }
+        return Dispatcher.call(LossOps.BINARY_CROSS_ENTROPY, new Tensor[] {input, target, weight}, reduction);
+    }
+
+    /** {@code F.binary_cross_entropy_with_logits}: operands of one shape, then {@link LossOps#BINARY_CROSS_ENTROPY_WITH_LOGITS}. */
+    public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target, Tensor weight, Tensor posWeight, int reduction) {
+        if (!Arrays.equals(input.shape(), target.shape())) {
+            throw new IllegalArgumentException("binaryCrossEntropyWithLogits: Target size (" + Shapes.format(target.shape())
+                    + ") must be the same as input size (" + Shapes.format(input.shape()) + ") (" + operands(input, target) + ")");
+        }
+        return Dispatcher.call(LossOps.BINARY_CROSS_ENTROPY_WITH_LOGITS, new Tensor[] {input, target, weight, posWeight}, reduction);
+    }
+
+    /**
+     * {@code F.kl_div}: {@link LossOps#KL_DIV}; with {@code batchmean}, its sum divided by the batch size (dimension 0; a 0-d
+     * input's sum as it is), as PyTorch's functional (aten has no batchmean reduction).
+     */
+    public static Tensor klDiv(Tensor input, Tensor target, int reduction, boolean batchmean, boolean logTarget) {
+        double log = logTarget ? 1 : 0;
+        if (!batchmean) return Dispatcher.call(LossOps.KL_DIV, new Tensor[] {input, target}, reduction, log);
+        Tensor sum = Dispatcher.call(LossOps.KL_DIV, new Tensor[] {input, target}, LossOps.SUM, log);
+        if (input.dim() == 0) return sum;
+        try (sum) {
+            return sum.div((double) input.size(0));
+        }
+    }
+
+    /** PyTorch's squared and smooth losses have no integer kernels ("mse_cpu" not implemented for 'Long'). */
+    private static void checkFloating(String op, Tensor input, Tensor target) {
+        if (!input.dtype().isFloatingPoint() && !target.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected floating-point input or target, got " + operands(input, target)
+                    + " (PyTorch has no integer kernel for this loss)");
+        }
+    }
+
+    /** The operands as error messages name them: shape, dtype and device of each. */
+    private static String operands(Tensor input, Tensor target) {
+        return "input of shape " + Shapes.format(input.shape()) + " (" + input.dtype() + ", " + input.device() + ") and target of shape "
+                + Shapes.format(target.shape()) + " (" + target.dtype() + ", " + target.device() + ")";
+    }
 }
