@@ -3,7 +3,6 @@ package org.jtorch.nn;
 import java.util.Arrays;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.AttentionOps;
 import org.jtorch.op.IndexingOps;
@@ -326,7 +325,7 @@ public final class F {
         if (options.sparse()) throw Embedding.sparseRefused("embedding");
         if (options.maxNorm() != null) {
             checkEmbeddingArguments(indices, weight);
-            embeddingRenorm_(weight, indices, options.maxNorm(), options.normType());
+            Indexing.embeddingRenorm_(weight, indices, options.maxNorm(), options.normType()).close();
         }
         return embedding(indices, weight, options.paddingIdx(), options.scaleGradByFreq());
     }
@@ -340,22 +339,6 @@ public final class F {
         Arguments.nonNull("embedding", "indices", indices);
         Arguments.nonNull("embedding", "weight", weight);
         return embedding(indices, weight, paddingIdx, false);
-    }
-
-    /** PyTorch's {@code embedding_renorm_}: the distinct rows of {@code indices} scaled in place to a norm of at most {@code maxNorm}. */
-    private static void embeddingRenorm_(Tensor weight, Tensor indices, double maxNorm, double normType) {
-        try (Grad.Mode g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
-            Tensor rows = indices.reshape(-1).to(DType.INT64).unique();
-            Tensor norms = weight.indexSelect(0, rows).norm(normType, new int[] {1}, true);
-            // As PyTorch's: rows within the bound are left untouched (not multiplied by 1).
-            Tensor over = norms.gt(maxNorm).reshape(-1);
-            Tensor scaled = rows.maskedSelect(over);
-            if (scaled.numel() == 0) return;
-            // The factor in float64, as PyTorch's (its norm is read out as a double).
-            Tensor norms64 = norms.to(DType.FLOAT64);
-            Tensor factor = Torch.fullLike(norms64, maxNorm).div(norms64.add(1e-7)).reshape(-1).maskedSelect(over).unsqueeze(1);
-            weight.indexCopy_(0, scaled, weight.indexSelect(0, scaled).mul(factor.to(weight.dtype())));
-        }
     }
 
     private static void checkEmbeddingArguments(Tensor indices, Tensor weight) {

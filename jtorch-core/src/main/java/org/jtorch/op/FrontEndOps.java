@@ -7,7 +7,7 @@ import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max (with or without indices), average, adaptive average and adaptive max pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, {@code F.interpolate}'s modes ({@code upsample_*}), the 1-d pools, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max (with or without indices), average, adaptive average and adaptive max pooling and max unpooling in 3-d, {@code F.pad}'s non-constant modes, pixel (un)shuffle, {@code F.interpolate}'s modes ({@code upsample_*}), the 1-d pools, {@code embedding_renorm_}, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -24,6 +24,17 @@ public final class FrontEndOps {
         return new Param[] {SELF, new Param("kernel_size", list, null), new Param("stride", list, "[]"), new Param("padding", list, "0"),
                 new Param("dilation", list, "1"), new Param("ceil_mode", "bool", "False")};
     }
+
+    /**
+     * {@code embedding_renorm_(self, indices, max_norm, norm_type)}: the distinct rows of {@code self} that {@code indices}
+     * name, scaled in place by {@code max_norm / (norm + 1e-7)} where their {@code norm_type}-norm exceeds {@code max_norm}
+     * ({@code F.embedding} with {@code max_norm}). Not differentiable: it runs under no-grad, as PyTorch's functional calls
+     * it. The trace sees the gathers and the index copy inside. No autocast policy, as PyTorch 1.13's lists.
+     */
+    public static final OpDef EMBEDDING_RENORM_ = OpDef.frontEnd("embedding_renorm_", false).rule(DTypeRule.FLOATING_ONLY)
+            .signature(new Param("self", "Tensor(a!)", null), Param.tensor("indices"), new Param("max_norm", "float", null),
+                    new Param("norm_type", "float", null))
+            .returns("Tensor(a!)").doc("`ops.Indexing.embeddingRenorm_` (the named rows' norms, a scaled `index_copy_`)").build();
 
     /** A contiguous tensor: the tensor itself (an alias) or a copy. */
     public static final OpDef CONTIGUOUS = OpDef.frontEnd("contiguous", true).rule(SAME).signature(SELF)

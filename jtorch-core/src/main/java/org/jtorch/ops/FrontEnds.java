@@ -224,6 +224,7 @@ public final class FrontEnds {
         if (op == FrontEndOps.PIXEL_UNSHUFFLE) return Resampling.pixelUnshuffle(in[0], (int) args[0]);
         if (Resampling.isUpsample(op)) return Resampling.upsampleAs(op, in[0], args);
         if (Dropouts.isDeclared(op)) return Dropouts.callAs(op, in[0], args);
+        if (op == FrontEndOps.EMBEDDING_RENORM_) return Indexing.embeddingRenorm_(in[0], in[1], args[0], args[1]);
         if (op == org.jtorch.op.LossOps.CROSS_ENTROPY_LOSS) return Losses.crossEntropyLoss(in[0], in[1], in[2], (int) args[0], (long) args[1], args[2]);
         throw new IllegalStateException(op.name() + " has no front end to call");
     }

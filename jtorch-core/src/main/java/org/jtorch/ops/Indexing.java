@@ -12,6 +12,7 @@ import java.util.List;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.memory.MemoryScope;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.types.Arguments;
 import org.jtorch.types.DType;
@@ -40,6 +41,44 @@ public final class Indexing {
     private Indexing() {}
 
     // ---------------------------------------------------------------- index_select / gather
+
+    /**
+     * {@code embedding_renorm_} ({@link org.jtorch.op.FrontEndOps#EMBEDDING_RENORM_}): the distinct rows of the 2-D
+     * {@code weight} that the int64/int32 {@code indices} name, scaled in place to a {@code normType}-norm of at most
+     * {@code maxNorm}, under no-grad (the weight changes, its history does not). Returns a new handle to {@code weight}.
+     */
+    public static Tensor embeddingRenorm_(Tensor weight, Tensor indices, double maxNorm, double normType) {
+        String op = "embedding_renorm_";
+        Arguments.nonNull(op, "self", weight);
+        Arguments.nonNull(op, "indices", indices);
+        if (weight.dim() != 2 || indices.dtype() != DType.INT64 && indices.dtype() != DType.INT32) {
+            throw new IllegalArgumentException(op + ": expected a 2-D self and int64 or int32 indices, got self of shape "
+                    + Shapes.format(weight.shape()) + " (" + weight.dtype() + ", " + weight.device() + ") and indices of shape "
+                    + Shapes.format(indices.shape()) + " (" + indices.dtype() + ", " + indices.device() + ")");
+        }
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(org.jtorch.op.FrontEndOps.EMBEDDING_RENORM_, new Tensor[] {weight, indices}, null,
+                    t -> renormRows(t[0], t[1], maxNorm, normType));
+        }
+        return renormRows(weight, indices, maxNorm, normType);
+    }
+
+    private static Tensor renormRows(Tensor weight, Tensor indices, double maxNorm, double normType) {
+        try (Grad.Mode g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
+            Tensor rows = indices.reshape(-1).to(DType.INT64).unique();
+            Tensor norms = weight.indexSelect(0, rows).norm(normType, new int[] {1}, true);
+            // As PyTorch's: rows within the bound are left untouched (not multiplied by 1).
+            Tensor over = norms.gt(maxNorm).reshape(-1);
+            Tensor scaled = rows.maskedSelect(over);
+            if (scaled.numel() > 0) {
+                // The factor in float64, as PyTorch's (its norm is read out as a double).
+                Tensor norms64 = norms.to(DType.FLOAT64);
+                Tensor factor = Torch.fullLike(norms64, maxNorm).div(norms64.add(1e-7)).reshape(-1).maskedSelect(over).unsqueeze(1);
+                weight.indexCopy_(0, scaled, weight.indexSelect(0, scaled).mul(factor.to(weight.dtype())));
+            }
+        }
+        return weight.alias();
+    }
 
     /**
      * {@code F.one_hot}: the checks PyTorch's {@code one_hot} makes (int64 indices, a class count positive or -1, every
