@@ -92,7 +92,7 @@ class DropoutOpsTest {
             }
             checked++;
         }
-        assertEquals(25, checked);
+        assertEquals(26, checked);
     }
 
     @Test
