@@ -189,29 +189,9 @@ final class PointwiseCodegen {
         return kernel(formula, inputs, broadcastMask, Layout.f32(inputs));
     }
 
-    /**
-     * The kernel of {@code formula} for rows stored as {@code layout} says. The key drops the display names of the
-     * formula's inputs and parameters (a JIT group names them after its graph's nodes), so that every group of the
-     * same formula, in one graph or another (a network's repeated blocks, forward and backward), shares one class
-     * and C2 compiles it once.
-     */
+    /** The kernel of {@code formula} for rows stored as {@code layout} says. */
     static RowKernel kernel(Expr formula, int inputs, int broadcastMask, Layout layout) {
-        Expr unnamed = unnamed(formula, new java.util.IdentityHashMap<>());
-        return CACHE.computeIfAbsent(new Key(unnamed, broadcastMask, layout), k -> define(generate(unnamed, inputs, broadcastMask, layout, ROW_PIECE)));
-    }
-
-    /** {@code formula} with input k named {@code xk} and parameter k {@code pk}: what the generated code depends on. */
-    static Expr unnamed(Expr formula, Map<Expr, Expr> done) {
-        Expr seen = done.get(formula);
-        if (seen != null) return seen;
-        Expr e = switch (formula) {
-            case Expr.In i -> new Expr.In(i.index(), "x" + i.index());
-            case Expr.Scalar p -> new Expr.Scalar(p.index(), "p" + p.index(), p.ifNone());
-            case Expr.Math m -> new Expr.Math(m.fn(), m.args().stream().map(a -> unnamed(a, done)).toList());
-            default -> formula;
-        };
-        done.put(formula, e);
-        return e;
+        return CACHE.computeIfAbsent(new Key(formula, broadcastMask, layout), k -> define(generate(formula, inputs, broadcastMask, layout, ROW_PIECE)));
     }
 
     // ---------------------------------------------------------------- descriptors

@@ -186,69 +186,6 @@ class PointwiseCodegenTest {
     }
 
     /**
-     * The cache ignores the names a JIT group gives its inputs and parameters (its graph's node names), so identical
-     * formulas of different groups share one class; a different input order, constant, parameter, broadcast pattern or
-     * layout is another kernel, and each computes its own formula.
-     */
-    @Test
-    void formulasDifferingOnlyInNamesShareOneKernelAndNothingElseDoes() {
-        java.util.function.BiFunction<Expr, Expr, Expr> sub = (a, b) -> new Expr.Math(Fn.SUB, List.of(a, b));
-        java.util.function.BiFunction<Expr, Expr, Expr> mul = (a, b) -> new Expr.Math(Fn.MUL, List.of(a, b));
-        // relu(x0 - x1) * p0 + 2 under two sets of names, and five neighbours that differ in one thing each.
-        java.util.function.Function<Expr, Expr> plusTwo = e -> new Expr.Math(Fn.ADD, List.of(e, new Expr.Const(2)));
-        Expr named = plusTwo.apply(mul.apply(new Expr.Math(Fn.RELU, List.of(sub.apply(new Expr.In(0, "%3"), new Expr.In(1, "%7")))),
-                new Expr.Scalar(0, "alpha", Double.NaN)));
-        Expr renamed = plusTwo.apply(mul.apply(new Expr.Math(Fn.RELU, List.of(sub.apply(new Expr.In(0, "self"), new Expr.In(1, "other")))),
-                new Expr.Scalar(0, "p", Double.NaN)));
-        Expr swapped = plusTwo.apply(mul.apply(new Expr.Math(Fn.RELU, List.of(sub.apply(new Expr.In(1, "%3"), new Expr.In(0, "%7")))),
-                new Expr.Scalar(0, "alpha", Double.NaN)));
-        Expr otherParameter = plusTwo.apply(mul.apply(new Expr.Math(Fn.RELU, List.of(sub.apply(new Expr.In(0, "%3"), new Expr.In(1, "%7")))),
-                new Expr.Scalar(1, "alpha", Double.NaN)));
-        Expr otherConstant = new Expr.Math(Fn.ADD, List.of(mul.apply(new Expr.Math(Fn.RELU, List.of(sub.apply(new Expr.In(0, "%3"),
-                new Expr.In(1, "%7")))), new Expr.Scalar(0, "alpha", Double.NaN)), new Expr.Const(3)));
-        PointwiseCodegen.RowKernel k = PointwiseCodegen.kernel(named, 2, 0);
-        assertSame(k, PointwiseCodegen.kernel(renamed, 2, 0));
-        PointwiseCodegen.Layout f64 = new PointwiseCodegen.Layout(true, java.util.Collections.nCopies(3, PointwiseCodegen.Storage.F64));
-        PointwiseCodegen.RowKernel[] others = {PointwiseCodegen.kernel(swapped, 2, 0), PointwiseCodegen.kernel(otherParameter, 2, 0),
-            PointwiseCodegen.kernel(otherConstant, 2, 0), PointwiseCodegen.kernel(named, 2, 0b10), PointwiseCodegen.kernel(named, 2, 0, f64)};
-        for (PointwiseCodegen.RowKernel o : others) assertTrue(o != k);
-        int n = 37;
-        double[] params = {1.5, -0.5};
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment a = arena.allocate(4L * n, 64), b = arena.allocate(4L * n, 64);
-            for (int i = 0; i < n; i++) {
-                a.set(ElementIO.F32, 4L * i, (float) random.nextGaussian());
-                b.set(ElementIO.F32, 4L * i, (float) random.nextGaussian());
-            }
-            MemorySegment[] outs = new MemorySegment[4];
-            PointwiseCodegen.RowKernel[] kernels = {k, others[0], others[1], others[2]};
-            for (int j = 0; j < outs.length; j++) {
-                outs[j] = arena.allocate(4L * n, 64);
-                kernels[j].row(new MemorySegment[] {outs[j], a, b}, new long[3], n, params);
-            }
-            MemorySegment broadcastOut = arena.allocate(4L * n, 64);
-            others[3].row(new MemorySegment[] {broadcastOut, a, b}, new long[3], n, params);
-            MemorySegment da = arena.allocate(8L * n, 64), db = arena.allocate(8L * n, 64), dout = arena.allocate(8L * n, 64);
-            for (int i = 0; i < n; i++) {
-                da.set(ElementIO.F64, 8L * i, at(a, i, 1));
-                db.set(ElementIO.F64, 8L * i, at(b, i, 1));
-            }
-            others[4].row(new MemorySegment[] {dout, da, db}, new long[3], n, params);
-            for (int i = 0; i < n; i++) {
-                float x = at(a, i, 1), y = at(b, i, 1), y0 = at(b, 0, 1);
-                assertClose("named at " + i, Math.max(x - y, 0f) * 1.5f + 2, at(outs[0], i, 1), true);
-                assertClose("swapped at " + i, Math.max(y - x, 0f) * 1.5f + 2, at(outs[1], i, 1), true);
-                assertClose("parameter 1 at " + i, Math.max(x - y, 0f) * -0.5f + 2, at(outs[2], i, 1), true);
-                assertClose("constant 3 at " + i, Math.max(x - y, 0f) * 1.5f + 3, at(outs[3], i, 1), true);
-                assertClose("x1 broadcast at " + i, Math.max(x - y0, 0f) * 1.5f + 2, at(broadcastOut, i, 1), true);
-                double d = Math.max((double) x - y, 0) * 1.5 + 2;
-                double actual = dout.get(ElementIO.F64, 8L * i);
-                assertEquals(d, actual, 0.0, "float64 at " + i);
-            }
-        }
-    }
-
-    /**
      * A row longer than the kernel's loop piece ({@link PointwiseCodegen#ROW_PIECE}) runs piece by piece and gives the
      * bits of one loop over the row: every lane type, lengths around the piece boundaries (vector steps and the masked
      * tail), an input broadcast or not, a scalar parameter.
