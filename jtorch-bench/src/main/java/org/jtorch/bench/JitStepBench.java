@@ -90,11 +90,19 @@ final class JitStepBench {
         SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
         // The first compiled step (wall clock: trace, plan, code generation and the step, before any eager step of this
         // model), as bench_jit.py's first torch.compile call; a model run first in a fresh JVM pays the JVM's warm-up too.
-        long first = System.nanoTime();
+        // With --cputime also in CPU time, which a loaded machine does not inflate: this thread's, and the process's (the
+        // compiler threads' share of the warm-up is in it).
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long first = System.nanoTime(), firstCpu = mx.getCurrentThreadCpuTime(), firstProcessCpu = os.getProcessCpuTime();
         TensorFunction compiled = Jit.compile(model);
         Forward fused = in -> compiled.apply(in);
         step(fused, opt, x, y, loss);
         out.put(name + "_compiled_first_step_ms", (System.nanoTime() - first) / 1e6);
+        if (cpuTime) {
+            out.put(name + "_compiled_first_step_cpu_ms", (mx.getCurrentThreadCpuTime() - firstCpu) / 1e6);
+            out.put(name + "_compiled_first_step_process_cpu_ms", (os.getProcessCpuTime() - firstProcessCpu) / 1e6);
+        }
         Forward eager = model::forward;
         time(eager, opt, x, y, steps, loss);
         time(fused, opt, x, y, steps, loss);

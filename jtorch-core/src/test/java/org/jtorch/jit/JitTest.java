@@ -372,6 +372,30 @@ class JitTest {
         assertEquals(6, traces.get());
     }
 
+    /**
+     * Groups of the same formula share one generated kernel across graphs (the kernel cache ignores the node names a
+     * group's formula carries); each graph still gets the kernel of its own broadcast pattern, dtype and formula.
+     */
+    @Test
+    void kernelsSharedAcrossGraphsServeEachGraphItsOwnShapeDtypeAndFormula() {
+        Torch.manualSeed(3);
+        Tensor w = randn(6, 5);
+        TensorFunction scaled = in -> in[0].mul(w).add(in[1]).relu();
+        TensorFunction yMinusX = in -> in[1].sub(in[0]).relu();
+        TensorFunction xMinusY = in -> in[0].sub(in[1]).relu();
+        Tensor[][] calls = {{randn(6, 5), randn(6, 5)}, {randn(6, 5), randn(6, 1)}, {randn(6, 5), randn(5)},
+            {randn(6, 5).to(DType.FLOAT64), randn(6, 5).to(DType.FLOAT64)}, {randn(2, 6, 5), randn(6, 5)}};
+        String plan = Jit.explain(scaled, calls[0]);
+        assertTrue(plan.contains("1 kernels, 1 fused") && plan.contains("fused 3 ops"), plan);
+        for (TensorFunction f : java.util.List.of(scaled, yMinusX, xMinusY)) {
+            for (Tensor[] call : calls) {
+                TensorFunction compiled = Jit.trace(f, call);
+                Tensor[] next = {randn(call[0].shape()).to(call[0].dtype()), randn(call[1].shape()).to(call[1].dtype())};
+                assertClose(f.apply(next), compiled.apply(next), SAME_OPS);
+            }
+        }
+    }
+
     @Test
     void whatTheTraceCannotReplayRunsEagerly() {
         // A tensor of Java values made inside the function: no traced op made it.
