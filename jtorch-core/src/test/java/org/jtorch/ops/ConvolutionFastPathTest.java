@@ -502,6 +502,47 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * The stride-1 direct forwards and input gradients whose reduction runs in chunks of taps across the tiles
+     * ({@code ConvDirectF32.chunkedBlockRows}, skipping window rows in the padding) against whole tiles
+     * ({@code -Djtorch.conv.chunkedReduction=false}), bit for bit: the 7x32 tile at 7 px over grouped images (ResNet-50's
+     * 512 channels, at 512 -> 256) and at 14 px one image at a time (two tiles a row), the 8x32 tile at 8 px, one image
+     * (its rows split over the threads), and padding 3 rows deep (output rows whose every window row is padding: the
+     * bias alone) and a dilated kernel with padding 2.
+     */
+    @Test
+    void chunkedReductionGivesTheSameBits() {
+        long[][][] shapes = {{{5, 512, 7, 7}, {256, 512, 3, 3}}, {{2, 256, 14, 14}, {256, 256, 3, 3}},
+                {{3, 128, 8, 8}, {128, 128, 3, 3}}, {{1, 96, 9, 16}, {64, 96, 3, 3}}};
+        for (long[][] sh : shapes) {
+            assertSameGradientBits("jtorch.conv.chunkedReduction", sh[0], sh[1], 1, 1, false);
+            assertSameForwardBits("jtorch.conv.chunkedReduction", sh[0], sh[1], new int[] {1}, new int[] {1});
+        }
+        assertSameForwardBits("jtorch.conv.chunkedReduction", new long[] {2, 64, 5, 8}, new long[] {32, 64, 3, 3},
+                new int[] {3, 1}, new int[] {1});
+        assertSameForwardBits("jtorch.conv.chunkedReduction", new long[] {2, 64, 9, 7}, new long[] {64, 64, 3, 3},
+                new int[] {2, 1}, new int[] {2, 1});
+    }
+
+    /**
+     * Random stride-1 convolutions in the chunked reduction's domain against float64: 1-3 images, 48-176 input channels
+     * (a block's weights over L1), 32-128 output channels, 3-10 rows of 7, 8, 14, 16, 21 or 24 pixels (7x32 and 8x32
+     * tiles, one or several a row, a last one overlapping), row padding 0-3 (rows of padding alone at 3), dilation 2 now
+     * and then; the three gradients alongside (the input gradient runs the same tiles on the flipped weights).
+     */
+    @Test
+    void randomChunkedReductionsMatchFloat64() {
+        Random r = new Random(27);
+        int[] widths = {7, 8, 14, 16, 21, 24};
+        for (int i = 0; i < 6; i++) {
+            int n = 1 + r.nextInt(3), cin = 48 + 16 * r.nextInt(9), cout = 32 * (1 + r.nextInt(4));
+            int h = 3 + r.nextInt(8), w = widths[r.nextInt(widths.length)], padH = r.nextInt(4), dil = r.nextInt(4) == 0 ? 2 : 1;
+            if (h + 2 * padH < 2 * dil + 1) padH = 2;
+            compare(new long[] {n, cin, h, w}, new long[] {cout, cin, 3, 3}, new int[] {1}, new int[] {padH, 1},
+                    new int[] {dil, 1}, 1);
+        }
+    }
+
+    /**
      * Random many-channel convolutions around the grouped forward's domain: 4-5 images (groups at 1 and 2 threads) and
      * sometimes 1, 384 or 512 input channels, 304-352 output channels (multiples of 16, some not of 32: the 16x16 tile),
      * 5-9 rows of 7 or 8 pixels at stride 1 (grouped) or 14-16 at stride 2 (too large a map to group), row padding 0-2,
@@ -850,6 +891,29 @@ class ConvolutionFastPathTest {
     }
 
     /** Runs {@code body} with system property {@code key} set to {@code value}, then restores it. */
+    /** The forward of {@code F.conv2d} with a bias, with {@code property} true against false, bit for bit. */
+    private static void assertSameForwardBits(String property, long[] xShape, long[] wShape, int[] padding, int[] dilation) {
+        float[][] outs = new float[2][];
+        String[] ways = {"true", "false"};
+        for (int i = 0; i < 2; i++) {
+            int way = i;
+            withProperty(property, ways[i], () -> {
+                try (Tensor x = Torch.randn(xShape, DType.FLOAT32, Device.cpu(), Torch.manualSeed(31));
+                     Tensor w = Torch.randn(wShape, DType.FLOAT32, Device.cpu(), Torch.manualSeed(32));
+                     Tensor b = Torch.randn(new long[] {wShape[0]}, DType.FLOAT32, Device.cpu(), Torch.manualSeed(33));
+                     Tensor y = F.conv2d(x, w, b, new int[] {1}, padding, dilation, 1)) {
+                    outs[way] = y.toFloatArray();
+                }
+            });
+        }
+        for (int k = 0; k < outs[0].length; k++) {
+            if (Float.floatToRawIntBits(outs[0][k]) != Float.floatToRawIntBits(outs[1][k])) {
+                throw new AssertionError(property + ", x " + java.util.Arrays.toString(xShape) + ", w " + java.util.Arrays.toString(wShape)
+                        + ": output element " + k + " " + outs[0][k] + " switched on, " + outs[1][k] + " off");
+            }
+        }
+    }
+
     private static void withProperty(String key, String value, Runnable body) {
         String before = System.getProperty(key);
         System.setProperty(key, value);

@@ -61,6 +61,8 @@ final class ConvDirectF32 {
         /** Two output rows of one 32-channel block, transposed, for {@link #spreadRows}: one filled while the other is stored. */
         float[] rowsA = new float[0];
         float[] rowsB = new float[0];
+        /** {@link #chunkedBlockRows}'s tiles' partial sums between runs of taps, 256 floats a tile in {@link #tile}'s layout. */
+        float[] sums = new float[0];
     }
 
     private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
@@ -131,6 +133,7 @@ final class ConvDirectF32 {
         int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw();
         int kk = kh * kw, kwc = kw * cin, k = kh * kwc;
         WeightBuffers buffers = WEIGHTS.get();
+        if (!flipped && cin % 16 == 0) return transposedWeights(w, wOff, g, ob, buffers);
         float[] wh = buffers.source = ConvF32.grow(buffers.source, cout * k);
         MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, cout * k);
         // Lane l's element: output channel + l is a whole filter further (cin * kk) in w, or one filter
@@ -142,15 +145,47 @@ final class ConvDirectF32 {
         for (int blk = 0; blk < cout / ob; blk++) {
             for (int half = 0; half < ob; half += 16) {
                 int oc = blk * ob + half;
-                for (int ki = 0; ki < kh; ki++) {
-                    for (int kj = 0; kj < kw; kj++) {
-                        int dst = blk * k * ob + (ki * kwc + kj * cin) * ob + half;
-                        int tap = flipped ? (kh - 1 - ki) * kw + (kw - 1 - kj) : ki * kw + kj;
-                        for (int ic = 0; ic < cin; ic++) {
-                            int src = flipped ? (ic * cout + oc) * kk + tap : (oc * cin + ic) * kk + tap;
-                            FloatVector.fromArray(FS, wh, src, lanes, 0).intoArray(wp, dst + ic * ob);
+                // 16 input channels at a time: their 16 lanes' taps (9 KB for 3x3) are gathered from L1, where a tap's
+                // sweep over every input channel gathered from L2 (ResNet-50's 512 channels, input gradient: 4.02
+                // against 5.88 ms, one thread, load 19).
+                for (int ic0 = 0; ic0 < cin; ic0 += 16) {
+                    for (int ki = 0; ki < kh; ki++) {
+                        for (int kj = 0; kj < kw; kj++) {
+                            int dst = blk * k * ob + (ki * kwc + kj * cin) * ob + half;
+                            int tap = flipped ? (kh - 1 - ki) * kw + (kw - 1 - kj) : ki * kw + kj;
+                            for (int ic = ic0; ic < Math.min(cin, ic0 + 16); ic++) {
+                                int src = flipped ? (ic * cout + oc) * kk + tap : (oc * cin + ic) * kk + tap;
+                                FloatVector.fromArray(FS, wh, src, lanes, 0).intoArray(wp, dst + ic * ob);
+                            }
                         }
                     }
+                }
+            }
+        }
+        return wp;
+    }
+
+    /**
+     * {@link #blockedWeights} of a forward with input channels in multiples of 16, transposed straight from w: 16 output
+     * channels' runs of 16 input channels' taps ({@code 16 * kk} contiguous floats each) are {@code kk} 16x16 blocks, and
+     * row f of their transposes is tap {@code f % kk} of input channel {@code f / kk} across the 16 lanes. ResNet-50's
+     * 512-channel 3x3 weights (2.4 M floats): 2.76 ms against 4.32 for 16-lane gathers from a heap copy of w (one thread,
+     * load 19), where the forward's tiles take about 17 ms quiet.
+     */
+    private static float[] transposedWeights(MemorySegment w, long wOff, Geometry g, int ob, WeightBuffers buffers) {
+        int cin = g.cin(), cout = g.cout(), kw = g.kw(), kk = g.kh() * kw, kwc = kw * cin, k = g.kh() * kwc;
+        float[] wp = buffers.blocked = ConvF32.grow(buffers.blocked, cout * k);
+        float[] runs = buffers.source = ConvF32.grow(buffers.source, 16 * 16 * kk);
+        long filterBytes = (long) cin * kk * Float.BYTES;
+        for (int oc = 0; oc < cout; oc += 16) {
+            int blockBase = oc / ob * k * ob + oc % ob;
+            for (int ic0 = 0; ic0 < cin; ic0 += 16) {
+                long from = (wOff + ((long) oc * cin + ic0) * kk) * Float.BYTES;
+                for (int b = 0; b < kk; b++) Gemm.transposeBlock16(w, from + b * 64L, filterBytes, runs, b * 256, 16);
+                for (int f = 0; f < 16 * kk; f++) {
+                    int tap = f % kk, ic = ic0 + f / kk;
+                    int dst = blockBase + ((tap / kw) * kwc + (tap % kw) * cin + ic) * ob;
+                    FloatVector.fromArray(FS, runs, f * 16).intoArray(wp, dst);
                 }
             }
         }
@@ -179,15 +214,31 @@ final class ConvDirectF32 {
         long pixels = (long) g.oh() * g.ow();
         boolean raster = p == 8 && ConvRasterImageF32.serves(g);
         int together = imagesTogether(g, k);
+        boolean chunked = chunksReduction(g);
         if (together > 1 && !raster && !(p == 8 && spreadsStores(g))) {
-            overImageGroups(x, xOff, g, together, g.cout() / ob, (wk, imageBase, n, blk) ->
-                    blockRows(wk, imageBase, blk, wp, bv, g, p, ob, k, kwc, wpad, 0, g.oh(), out, oOff + n * g.cout() * pixels, pixels),
-                    epilogue);
+            int imageFloats = ConvF32.paddedHeight(g) * wpad * g.cin();
+            overImageGroupBlocks(x, xOff, g, together, g.cout() / ob, (wk, n0, count, blk) -> {
+                if (chunked) {
+                    chunkedBlockRows(wk, count, imageFloats, blk, wp, bv, g, p, k, kwc, wpad, 0, g.oh(), out,
+                            oOff + n0 * g.cout() * pixels, pixels);
+                    return;
+                }
+                for (int i = 0; i < count; i++) {
+                    blockRows(wk, i * imageFloats, blk, wp, bv, g, p, ob, k, kwc, wpad, 0, g.oh(), out,
+                            oOff + (n0 + i) * g.cout() * pixels, pixels);
+                }
+            }, epilogue);
             return;
         }
         overPaddedImages(x, xOff, g, (wk, n, y0, y1) -> {
-            if (raster) ConvRasterImageF32.rows(wk, wp, bv, g, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels);
-            else rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels);
+            long outImage = oOff + n * g.cout() * pixels;
+            if (raster) {
+                ConvRasterImageF32.rows(wk, wp, bv, g, k, kwc, wpad, y0, y1, out, outImage, pixels);
+            } else if (chunked) {
+                for (int blk = 0; blk < g.cout() / 32; blk++) chunkedBlockRows(wk, 1, 0, blk, wp, bv, g, p, k, kwc, wpad, y0, y1, out, outImage, pixels);
+            } else {
+                rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, outImage, pixels);
+            }
             if (epilogue != null) epilogue.block(n, n + 1, 0, g.cout(), (long) y0 * g.ow(), (long) y1 * g.ow());
         });
     }
@@ -227,6 +278,20 @@ final class ConvDirectF32 {
      */
     private static void overImageGroups(MemorySegment x, long xOff, Geometry g, int together, int blocks, ImageBlock body,
                                         ConvolutionKernels.Epilogue epilogue) {
+        int imageFloats = ConvF32.paddedHeight(g) * ConvF32.paddedWidth(g) * g.cin();
+        overImageGroupBlocks(x, xOff, g, together, blocks, (wk, n0, count, blk) -> {
+            for (int i = 0; i < count; i++) body.run(wk, i * imageFloats, n0 + i, blk);
+        }, epilogue);
+    }
+
+    /** What {@link #overImageGroupBlocks} runs: weight block {@code blk} of images {@code [n0, n0 + count)}, padded in {@code wk.image}. */
+    interface GroupBlock {
+        void run(Work wk, long n0, int count, int blk);
+    }
+
+    /** As {@link #overImageGroups}, the body taking a whole group's images for each weight block. */
+    private static void overImageGroupBlocks(MemorySegment x, long xOff, Geometry g, int together, int blocks, GroupBlock body,
+                                             ConvolutionKernels.Epilogue epilogue) {
         int cin = g.cin();
         int hp = ConvF32.paddedHeight(g), wpad = ConvF32.paddedWidth(g), imageFloats = hp * wpad * cin;
         Parallel.forRangeBalanced((g.n() + together - 1) / together, 1, (t0, t1) -> {
@@ -238,9 +303,7 @@ final class ConvDirectF32 {
                 for (int i = 0; i < count; i++) {
                     ConvF32.padChannelsLast(x, xOff + (n0 + i) * cin * g.h() * g.w(), cin, g, hp, wpad, wk.image, i * imageFloats, wk.block);
                 }
-                for (int blk = 0; blk < blocks; blk++) {
-                    for (int i = 0; i < count; i++) body.run(wk, i * imageFloats, n0 + i, blk);
-                }
+                for (int blk = 0; blk < blocks; blk++) body.run(wk, n0, count, blk);
                 if (epilogue != null) epilogue.block(n0, n0 + count, 0, g.cout(), 0, (long) g.oh() * g.ow());
             }
         });
@@ -317,6 +380,105 @@ final class ConvDirectF32 {
                 }
             }
         }
+    }
+
+    /**
+     * Whether {@link #run} cuts {@code g}'s reduction into runs of {@link #CHUNK_TAPS} taps ({@link #chunkedBlockRows}):
+     * stride-1 forwards and input gradients on the 7x32 and 8x32 row tiles whose 32-channel block of weights
+     * ({@code k * 128} bytes) is over L1's 48 KB, so that a tile reading all its taps at once streams them from L2.
+     * {@code -Djtorch.conv.chunkedReduction=false} (read at each call) keeps every tile whole, to compare.
+     */
+    static boolean chunksReduction(Geometry g) {
+        int p = tilePixels(g);
+        return (p == 7 || p == 8 && !ConvRasterImageF32.serves(g) && !spreadsStores(g)) && g.sh() == 1 && g.sw() == 1
+                && (long) g.kh() * g.kw() * g.cin() * 32 * Float.BYTES > 48 * 1024
+                && !"false".equals(System.getProperty("jtorch.conv.chunkedReduction"));
+    }
+
+    /**
+     * Taps of one run of {@link #chunkedBlockRows}: 16 KB of a block's weights, a third of L1 beside the tiles' window rows.
+     * 64 and 256 read level with it (one thread, load 30, one run each: too noisy to choose between them).
+     */
+    private static final int CHUNK_TAPS = 128;
+
+    /**
+     * Output rows {@code [y0, y1)} of channel block {@code blk} of {@code count} padded images ({@code imageFloats} apart
+     * from the start of {@code wk.image}; outputs {@code cout * pixels} apart from {@code outImage}), stride 1, 7x32 or
+     * 8x32 tiles. The reduction runs window row by window row in runs of {@link #CHUNK_TAPS} taps, each run over every
+     * tile before the next, so that its 16 KB of weights serve all the tiles from L1 (ResNet-50's 512 channels at 7 px:
+     * 28 tiles over 4 images, where {@link #blockRows} streams the block's 590 KB from L2 for each tile). Window rows
+     * wholly in the zero padding (the first and last output rows' outer ones) are skipped: their products are exact
+     * zeros. Each output element gets the other products in {@link #blockRows}'s order, its partial sums waiting in
+     * {@code wk.sums} between runs, then the bias: the same bits (with finite weights: a skipped zero times an
+     * infinite weight would have been NaN).
+     */
+    private static void chunkedBlockRows(Work wk, int count, int imageFloats, int blk, float[] wp, float[] bv, Geometry g, int p,
+                                         int k, int kwc, int wpad, int y0, int y1, MemorySegment out, long outImage, long pixels) {
+        int cin = g.cin(), ow = g.ow(), kh = g.kh(), dh = g.dh(), ph = g.ph(), h = g.h();
+        int rowStride = dh * wpad * cin;
+        int perRow = (ow + p - 1) / p, rows = y1 - y0;
+        int tiles = count * rows * perRow;
+        float[] image = wk.image;
+        float[] sums = wk.sums = ConvF32.grow(wk.sums, tiles * 256);
+        int wBase = blk * k * 32;
+        for (int oy = y0; oy < y1; oy++) {
+            // A row whose every window row is padding (padding beyond the kernel's reach) sums nothing.
+            if (firstWindowRow(oy, ph, dh, kh) >= endWindowRow(oy, ph, h, dh, kh)) {
+                for (int i = 0; i < count; i++) {
+                    int s = (i * rows + oy - y0) * perRow;
+                    java.util.Arrays.fill(sums, s * 256, (s + perRow) * 256, 0f);
+                }
+            }
+        }
+        for (int ki = 0; ki < kh; ki++) {
+            for (int j0 = 0; j0 < kwc; j0 += CHUNK_TAPS) {
+                int n = Math.min(CHUNK_TAPS, kwc - j0);
+                int wb = wBase + (ki * kwc + j0) * 32;
+                for (int i = 0; i < count; i++) {
+                    for (int oy = y0; oy < y1; oy++) {
+                        int first = firstWindowRow(oy, ph, dh, kh);
+                        if (ki < first || ki >= endWindowRow(oy, ph, h, dh, kh)) continue;
+                        boolean fresh = ki == first && j0 == 0;
+                        int rowBase = i * imageFloats + oy * wpad * cin + ki * rowStride + j0;
+                        int s = (i * rows + oy - y0) * perRow;
+                        for (int next = 0; next < ow; next += p, s++) {
+                            int xb = rowBase + Math.min(next, ow - p) * cin;
+                            if (p == 8) tile8x32Part(image, xb, cin, n, wp, wb, sums, s * 256, fresh);
+                            else tile7x32Part(image, xb, cin, n, wp, wb, sums, s * 256, fresh);
+                        }
+                    }
+                }
+            }
+        }
+        FloatVector bl = FloatVector.fromArray(FS, bv, blk * 32), bh = FloatVector.fromArray(FS, bv, blk * 32 + 16);
+        MemorySegment tile = wk.tile;
+        long rsBytes = pixels * Float.BYTES;
+        for (int i = 0, s = 0; i < count; i++) {
+            for (int oy = y0; oy < y1; oy++) {
+                for (int next = 0; next < ow; next += p, s++) {
+                    for (int q = 0; q < p; q++) {
+                        FloatVector.fromArray(FS, sums, s * 256 + q * 16).add(bl).intoMemorySegment(tile, q * 64L, NO);
+                        FloatVector.fromArray(FS, sums, s * 256 + 128 + q * 16).add(bh).intoMemorySegment(tile, 512 + q * 64L, NO);
+                    }
+                    long at = (outImage + i * g.cout() * pixels + (long) blk * 32 * pixels + (long) oy * ow + Math.min(next, ow - p))
+                            * Float.BYTES;
+                    if (p == 7) storeTransposed(wk, out, at, rsBytes, FIRST_7, SECOND_7);
+                    else if (HALF_STORES) ConvRasterImageF32.store(wk, out, at, rsBytes);
+                    else storeTransposed(wk, out, at, rsBytes, FIRST_8, LAST_8);
+                }
+            }
+        }
+    }
+
+    /** The first window row of output row {@code oy} (stride 1) that reads the image rather than the top padding. */
+    private static int firstWindowRow(int oy, int ph, int dh, int kh) {
+        return Math.min(kh, Math.max(0, (ph - oy + dh - 1) / dh));
+    }
+
+    /** One past the last window row of output row {@code oy} (stride 1) that reads the image rather than the bottom padding. */
+    private static int endWindowRow(int oy, int ph, int h, int dh, int kh) {
+        int last = ph + h - 1 - oy;
+        return last < 0 ? 0 : Math.min(kh, last / dh + 1);
     }
 
     /**
@@ -563,6 +725,137 @@ final class ConvDirectF32 {
         b4.add(bh).intoMemorySegment(tile, 768, NO);
         b5.add(bh).intoMemorySegment(tile, 832, NO);
         b6.add(bh).intoMemorySegment(tile, 896, NO);
+    }
+
+    /**
+     * 8 pixels by 32 channels over {@code n} taps of one window row, from {@code x[xb + j]} (pixel q {@code q * sx}
+     * further) and {@code wp[wb + j * 32]}: {@code sums[at...]} (zero when {@code fresh}) plus the products, back into
+     * {@code sums[at...]} in {@link #tile8x32}'s layout, no bias: a tile's run in {@link #chunkedBlockRows}.
+     */
+    static void tile8x32Part(float[] x, int xb, int sx, int n, float[] wp, int wb, float[] sums, int at, boolean fresh) {
+        FloatVector a0 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at);
+        FloatVector a1 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 16);
+        FloatVector a2 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 32);
+        FloatVector a3 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 48);
+        FloatVector a4 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 64);
+        FloatVector a5 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 80);
+        FloatVector a6 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 96);
+        FloatVector a7 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 112);
+        FloatVector b0 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 128);
+        FloatVector b1 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 144);
+        FloatVector b2 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 160);
+        FloatVector b3 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 176);
+        FloatVector b4 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 192);
+        FloatVector b5 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 208);
+        FloatVector b6 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 224);
+        FloatVector b7 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 240);
+        for (int j = 0; j < n; j++) {
+            FloatVector wl = FloatVector.fromArray(FS, wp, wb + j * 32);
+            FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+            int i = xb + j;
+            FloatVector v = FloatVector.broadcast(FS, x[i]);
+            a0 = wl.fma(v, a0);
+            b0 = wh.fma(v, b0);
+            v = FloatVector.broadcast(FS, x[i + sx]);
+            a1 = wl.fma(v, a1);
+            b1 = wh.fma(v, b1);
+            v = FloatVector.broadcast(FS, x[i + 2 * sx]);
+            a2 = wl.fma(v, a2);
+            b2 = wh.fma(v, b2);
+            v = FloatVector.broadcast(FS, x[i + 3 * sx]);
+            a3 = wl.fma(v, a3);
+            b3 = wh.fma(v, b3);
+            v = FloatVector.broadcast(FS, x[i + 4 * sx]);
+            a4 = wl.fma(v, a4);
+            b4 = wh.fma(v, b4);
+            v = FloatVector.broadcast(FS, x[i + 5 * sx]);
+            a5 = wl.fma(v, a5);
+            b5 = wh.fma(v, b5);
+            v = FloatVector.broadcast(FS, x[i + 6 * sx]);
+            a6 = wl.fma(v, a6);
+            b6 = wh.fma(v, b6);
+            v = FloatVector.broadcast(FS, x[i + 7 * sx]);
+            a7 = wl.fma(v, a7);
+            b7 = wh.fma(v, b7);
+        }
+        a0.intoArray(sums, at);
+        a1.intoArray(sums, at + 16);
+        a2.intoArray(sums, at + 32);
+        a3.intoArray(sums, at + 48);
+        a4.intoArray(sums, at + 64);
+        a5.intoArray(sums, at + 80);
+        a6.intoArray(sums, at + 96);
+        a7.intoArray(sums, at + 112);
+        b0.intoArray(sums, at + 128);
+        b1.intoArray(sums, at + 144);
+        b2.intoArray(sums, at + 160);
+        b3.intoArray(sums, at + 176);
+        b4.intoArray(sums, at + 192);
+        b5.intoArray(sums, at + 208);
+        b6.intoArray(sums, at + 224);
+        b7.intoArray(sums, at + 240);
+    }
+
+    /**
+     * 7 pixels by 32 channels over {@code n} taps of one window row, from {@code x[xb + j]} (pixel q {@code q * sx}
+     * further) and {@code wp[wb + j * 32]}: {@code sums[at...]} (zero when {@code fresh}) plus the products, back into
+     * {@code sums[at...]} in {@link #tile8x32}'s layout, no bias: a tile's run in {@link #chunkedBlockRows}.
+     */
+    static void tile7x32Part(float[] x, int xb, int sx, int n, float[] wp, int wb, float[] sums, int at, boolean fresh) {
+        FloatVector a0 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at);
+        FloatVector a1 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 16);
+        FloatVector a2 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 32);
+        FloatVector a3 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 48);
+        FloatVector a4 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 64);
+        FloatVector a5 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 80);
+        FloatVector a6 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 96);
+        FloatVector b0 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 128);
+        FloatVector b1 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 144);
+        FloatVector b2 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 160);
+        FloatVector b3 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 176);
+        FloatVector b4 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 192);
+        FloatVector b5 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 208);
+        FloatVector b6 = fresh ? FloatVector.zero(FS) : FloatVector.fromArray(FS, sums, at + 224);
+        for (int j = 0; j < n; j++) {
+            FloatVector wl = FloatVector.fromArray(FS, wp, wb + j * 32);
+            FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+            int i = xb + j;
+            FloatVector v = FloatVector.broadcast(FS, x[i]);
+            a0 = wl.fma(v, a0);
+            b0 = wh.fma(v, b0);
+            v = FloatVector.broadcast(FS, x[i + sx]);
+            a1 = wl.fma(v, a1);
+            b1 = wh.fma(v, b1);
+            v = FloatVector.broadcast(FS, x[i + 2 * sx]);
+            a2 = wl.fma(v, a2);
+            b2 = wh.fma(v, b2);
+            v = FloatVector.broadcast(FS, x[i + 3 * sx]);
+            a3 = wl.fma(v, a3);
+            b3 = wh.fma(v, b3);
+            v = FloatVector.broadcast(FS, x[i + 4 * sx]);
+            a4 = wl.fma(v, a4);
+            b4 = wh.fma(v, b4);
+            v = FloatVector.broadcast(FS, x[i + 5 * sx]);
+            a5 = wl.fma(v, a5);
+            b5 = wh.fma(v, b5);
+            v = FloatVector.broadcast(FS, x[i + 6 * sx]);
+            a6 = wl.fma(v, a6);
+            b6 = wh.fma(v, b6);
+        }
+        a0.intoArray(sums, at);
+        a1.intoArray(sums, at + 16);
+        a2.intoArray(sums, at + 32);
+        a3.intoArray(sums, at + 48);
+        a4.intoArray(sums, at + 64);
+        a5.intoArray(sums, at + 80);
+        a6.intoArray(sums, at + 96);
+        b0.intoArray(sums, at + 128);
+        b1.intoArray(sums, at + 144);
+        b2.intoArray(sums, at + 160);
+        b3.intoArray(sums, at + 176);
+        b4.intoArray(sums, at + 192);
+        b5.intoArray(sums, at + 208);
+        b6.intoArray(sums, at + 224);
     }
 
     /**

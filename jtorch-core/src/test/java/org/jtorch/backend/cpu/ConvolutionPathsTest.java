@@ -261,6 +261,28 @@ class ConvolutionPathsTest {
         }
     }
 
+    /**
+     * {@code ConvolutionFastPathTest.chunkedReductionGivesTheSameBits}' shapes and ResNet's many-channel stride-1 3x3
+     * layers (ResNet-50's 256 channels at 14 px and 512 at 7, ResNet-18's 128 at 8 px) cut their reduction into runs
+     * of taps, forward and input gradient; weights that fit L1 (ResNet-20's 32 channels), stride 2 and 16x16 tiles do not.
+     */
+    @Test
+    void manyChannelStride1ConvolutionsChunkTheirReduction() {
+        int[][][] chunked = {{{5, 512, 7, 7}, {256, 512, 3, 3}}, {{2, 256, 14, 14}, {256, 256, 3, 3}},
+            {{3, 128, 8, 8}, {128, 128, 3, 3}}, {{1, 96, 9, 16}, {64, 96, 3, 3}}, {{8, 512, 7, 7}, {512, 512, 3, 3}},
+            {{32, 128, 8, 8}, {128, 128, 3, 3}}};
+        for (int[][] s : chunked) {
+            Geometry g = geometry(s[0], s[1], 1, 1, 1, 1, 1);
+            assertEquals(true, ConvDirectF32.chunksReduction(g), "forward of " + g);
+            assertEquals(true, ConvDirectF32.chunksReduction(CpuConvolutionKernels.flippedGeometry(g)), "input gradient of " + g);
+        }
+        assertEquals(true, ConvDirectF32.chunksReduction(geometry(new int[] {2, 64, 5, 8}, new int[] {32, 64, 3, 3}, 1, 1, 3, 1, 1)));
+        assertEquals(true, ConvDirectF32.chunksReduction(geometry(new int[] {2, 64, 9, 7}, new int[] {64, 64, 3, 3}, 1, 1, 2, 1, 2)));
+        assertEquals(false, ConvDirectF32.chunksReduction(geometry(new int[] {8, 32, 16, 16}, new int[] {32, 32, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.chunksReduction(geometry(new int[] {8, 512, 14, 14}, new int[] {512, 512, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.chunksReduction(geometry(new int[] {2, 128, 16, 16}, new int[] {48, 128, 3, 3}, 1, 1, 1, 1, 1)));
+    }
+
     @Test
     void smallImagesOfWholeTilesTakeTheRasterTiles() {
         // DCGAN's 128 -> 256 layer into 4x4, and 8-pixel images in rows of 2, 4 and 8; its input gradient by phases.
