@@ -1077,6 +1077,10 @@ public final class Gemm {
             GemmRowsF64.dgemm(n, m, k, alpha, b, bOffset, bColStride, bRowStride, a, aOffset, aColStride, beta, c, cOffset, 1);
             return;
         }
+        if (GemmNarrowF64.serves(m, n, bColStride)) {
+            GemmNarrowF64.dgemm(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, beta, c, cOffset, ldc);
+            return;
+        }
         // beta 0: the first k block stores its tiles (NaN in C does not survive) instead of C being zeroed first, a
         // scalar pass that cost as much as the products at time_sequence_prediction's shapes.
         boolean overwrite = beta == 0d;
