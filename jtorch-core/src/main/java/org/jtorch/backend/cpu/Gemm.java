@@ -92,16 +92,22 @@ public final class Gemm {
             return da;
         }
 
-        double[] dcols = new double[0], dstrip = new double[0];
+        double[] dcols = new double[0];
+        /** Lane l at {@code l * depth}: a gather of one p from DL consecutive rows {@code depth} apart. */
+        final int[] rowLanes = new int[DL];
+        int rowLanesDepth = -1;
+
+        int[] rowLanes(int depth) {
+            if (rowLanesDepth != depth) {
+                for (int l = 0; l < DL; l++) rowLanes[l] = l * depth;
+                rowLanesDepth = depth;
+            }
+            return rowLanes;
+        }
 
         double[] dcols(int size) {
             if (dcols.length < size) dcols = new double[size];
             return dcols;
-        }
-
-        double[] dstrip(int size) {
-            if (dstrip.length < size) dstrip = new double[size];
-            return dstrip;
         }
 
         MemorySegment db(long doubles) {
@@ -1077,6 +1083,10 @@ public final class Gemm {
             GemmRowsF64.dgemm(n, m, k, alpha, b, bOffset, bColStride, bRowStride, a, aOffset, aColStride, beta, c, cOffset, 1);
             return;
         }
+        if (GemmNarrowF64.serves(m, n, bColStride)) {
+            GemmNarrowF64.dgemm(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, beta, c, cOffset, ldc);
+            return;
+        }
         // beta 0: the first k block stores its tiles (NaN in C does not survive) instead of C being zeroed first, a
         // scalar pass that cost as much as the products at time_sequence_prediction's shapes.
         boolean overwrite = beta == 0d;
@@ -1258,38 +1268,47 @@ public final class Gemm {
 
     /**
      * {@link #packDB} for a transposed B (a Linear weight: op(B)'s columns contiguous): each strip's columns bulk-copied
-     * to the heap, interleaved there (indices affine in the loop variable, so C2 drops the bounds checks) and the strip
-     * copied out in one piece. Element-by-element segment reads and writes cost time_sequence_prediction's gate
-     * products {@code h [97, 51] W^T} 79 us against 58 on a contiguous {@code W^T}.
+     * to the heap, and each p's row of the strip gathered from them straight into the packed block. Element-by-element
+     * segment reads and writes cost time_sequence_prediction's gate products {@code h [97, 51] W^T} 79 us against 58 on a
+     * contiguous {@code W^T}; interleaving the columns on the heap with scalar moves and copying the strip out took
+     * 9-16 us a call for {@code W [204, 51]}, gathering 4.7-5.7 (one thread, load 19).
      */
     private static void packDBTransposed(MemorySegment b, long off, long cs, int kc, int nc, MemorySegment dst) {
         Workspace ws = WORKSPACE.get();
-        double[] cols = ws.dcols(DNR * kc), strip = ws.dstrip(DNR * kc);
+        double[] cols = ws.dcols(DNR * kc);
+        int[] lanes = ws.rowLanes(kc);
         for (int s = 0, j0 = 0; j0 < nc; s++, j0 += DNR) {
             int w = Math.min(DNR, nc - j0);
             for (int j = 0; j < w; j++) MemorySegment.copy(b, F64, (off + (j0 + j) * cs) * Double.BYTES, cols, j * kc, kc);
-            for (int j = 0; j < DNR; j++) {
-                if (j < w) {
-                    for (int p = 0; p < kc; p++) strip[p * DNR + j] = cols[j * kc + p];
-                } else {
-                    for (int p = 0; p < kc; p++) strip[p * DNR + j] = 0d;
+            java.util.Arrays.fill(cols, w * kc, DNR * kc, 0d);
+            long strip = (long) s * kc * DNR * Double.BYTES;
+            for (int p = 0; p < kc; p++) {
+                for (int v = 0; v < DNR; v += DL) {
+                    DoubleVector.fromArray(DS, cols, p + v * kc, lanes, 0).intoMemorySegment(dst, strip + (long) (p * DNR + v) * Double.BYTES, NO);
                 }
             }
-            MemorySegment.copy(strip, 0, dst, F64, (long) s * kc * DNR * Double.BYTES, DNR * kc);
         }
     }
 
     /**
-     * op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. As
-     * {@link #packA}, a transposed A's strip is DMR contiguous doubles per p: one bulk copy each (packing element by
-     * element was a quarter of time_sequence_prediction's float64 product time). A plain A is read element by element:
-     * bulk-copying its rows and interleaving them from the heap measured slower at those sizes.
+     * op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. A whole
+     * strip of a transposed A is DMR contiguous doubles per p, moved as vectors; a plain A's DMR rows are bulk-copied to
+     * the heap and each p's column gathered from them. At time_sequence_prediction's shapes a bulk copy per p (transposed,
+     * 97 deep) and element-by-element reads (plain, 204 deep) took 0.55-0.8 and 1.1-1.9 us an 8-row strip, as much as a
+     * third of the product; now 0.10-0.12 and 0.57-0.64 (one thread, load 19).
      */
     static void packDA(MemorySegment a, long off, long rs, long cs, int mc, int kc, double[] dst) {
         for (int i0 = 0; i0 < mc; i0 += DMR) {
             int base = i0 * kc;
             if (i0 + DMR <= mc && rs == 1) {
-                for (int p = 0; p < kc; p++) MemorySegment.copy(a, F64, (off + i0 + p * cs) * Double.BYTES, dst, base + p * DMR, DMR);
+                for (int p = 0; p < kc; p++) {
+                    long at = (off + i0 + p * cs) * Double.BYTES;
+                    for (int v = 0; v < DMR; v += DL) DoubleVector.fromMemorySegment(DS, a, at + v * 8L, NO).intoArray(dst, base + p * DMR + v);
+                }
+                continue;
+            }
+            if (i0 + DMR <= mc && cs == 1) {
+                gatherRowsDA(a, off + i0 * rs, rs, kc, dst, base);
                 continue;
             }
             for (int r = 0; r < DMR; r++) {
@@ -1300,6 +1319,17 @@ public final class Gemm {
                     for (int p = 0; p < kc; p++) dst[base + p * DMR + r] = 0d;
                 }
             }
+        }
+    }
+
+    /** DMR rows of a plain A ({@code rs} apart, {@code kc} contiguous doubles each) into one packed strip at {@code dst[base]}. */
+    private static void gatherRowsDA(MemorySegment a, long row0, long rs, int kc, double[] dst, int base) {
+        Workspace ws = WORKSPACE.get();
+        double[] rows = ws.dcols(DMR * kc);
+        int[] lanes = ws.rowLanes(kc);
+        for (int r = 0; r < DMR; r++) MemorySegment.copy(a, F64, (row0 + r * rs) * Double.BYTES, rows, r * kc, kc);
+        for (int p = 0; p < kc; p++) {
+            for (int v = 0; v < DMR; v += DL) DoubleVector.fromArray(DS, rows, p + v * kc, lanes, 0).intoArray(dst, base + p * DMR + v);
         }
     }
 

@@ -564,6 +564,73 @@ class GemmTest {
         }
     }
 
+    /**
+     * dgemm's narrow-C path ({@link GemmNarrowF64}: a row-major op(B) read in place, C one vector to eight vectors wide, as
+     * time_sequence_prediction's backward products {@code g W [97, 204] x [204, 51]} and {@code g^T h [204, 97] x [97, 51]}
+     * use it) gives the packed path's bits: per {@link Gemm#DKC}-deep block one fma chain over p ascending, the first
+     * block's {@code alpha * sum} stored when beta is 0 (C's NaN not read), else C scaled by beta (1 leaves it) and then
+     * {@code fma(alpha, sum, C)} per block. Row counts around its 8-row blocks, widths around its three-vector tiles, one
+     * vector and the last columns' overlapping window, depths of one, odd and past a depth block, every layout of A, B's
+     * rows padded or not, C's padding untouched; then split over threads, the one-thread bits.
+     */
+    @Test
+    void dgemmNarrowCSumsAsThePackedPath() {
+        int l = Gemm.DL, tested = 0;
+        long seed = 8100;
+        int[] widths = {l, l + 1, 3 * l - 1, 3 * l, 3 * l + 1, 51, 4 * l + 3, GemmNarrowF64.MAX_N};
+        int[] depths = {1, 5, 51, 204, Gemm.DKC + 3};
+        double[][] alphaBetas = {{1, 0}, {-0.5, 1.5}, {0.75, 1}};
+        for (int m : new int[] {2, 7, 8, 9, 97, 204}) {
+            for (int n : widths) {
+                for (int k : depths) {
+                    int la = (int) (seed % 5), lb = seed % 2 == 0 ? 0 : 2;
+                    double alpha = alphaBetas[(int) (seed % 3)][0], beta = alphaBetas[(int) (seed % 3)][1];
+                    SplittableRandom rnd = new SplittableRandom(seed++);
+                    if (!GemmNarrowF64.serves(m, n, 1) || GemmRowsF64.serves(m, n, k, 1, 1)) continue; // k <= 2 at 8 vectors: rows of B
+                    tested++;
+                    View a = randomMatrix(m, k, la, rnd, true), b = randomMatrix(k, n, lb, rnd, true);
+                    long cOff = 1, ldc = n + 2, cSize = cOff + (m - 1) * ldc + n + 1;
+                    MemorySegment c = arena.allocate(cSize * 8, 64);
+                    double[] old = new double[(int) cSize];
+                    for (int e = 0; e < cSize; e++) {
+                        old[e] = beta == 0 && e >= cOff && e < cSize - 1 ? Double.NaN : rnd.nextDouble() * 2 - 1;
+                        c.setAtIndex(D, e, old[e]);
+                    }
+                    Gemm.dgemm(m, n, k, alpha, a.seg, a.offset, a.rowStride, a.colStride, b.seg, b.offset, b.rowStride, b.colStride,
+                            beta, c, cOff, ldc);
+                    for (int e = 0; e < cSize; e++) {
+                        long i = (e - cOff) / ldc, j = (e - cOff) % ldc;
+                        double got = c.getAtIndex(D, e);
+                        if (e < cOff || i >= m || j >= n) {
+                            assertEquals(Double.doubleToLongBits(old[e]), Double.doubleToLongBits(got), "C element " + e + " outside the matrix");
+                            continue;
+                        }
+                        double want = beta == 1 ? old[e] : beta * old[e];
+                        for (int pc = 0; pc < k; pc += Gemm.DKC) {
+                            double sum = 0;
+                            for (int p = pc; p < Math.min(k, pc + Gemm.DKC); p++) sum = Math.fma(get(a, (int) i, p, true), get(b, p, (int) j, true), sum);
+                            want = beta == 0 && pc == 0 ? alpha * sum : Math.fma(alpha, sum, want);
+                        }
+                        assertEquals(Double.doubleToLongBits(want), Double.doubleToLongBits(got),
+                                m + "x" + n + "x" + k + " layouts " + la + "/" + lb + " beta " + beta + ": C[" + i + "][" + j + "]");
+                    }
+                }
+            }
+        }
+        assertTrue(tested >= 200, "only " + tested + " cases took the narrow-C path");
+        SplittableRandom rnd = new SplittableRandom(seed);
+        for (int[] s : new int[][] {{97, 51, 204}, {204, 51, 97}, {1000, 3 * l + 5, 300}}) {
+            int m = s[0], n = s[1], k = s[2];
+            View a = randomMatrix(m, k, m == 204 ? 1 : 0, rnd, true), b = randomMatrix(k, n, 0, rnd, true);
+            MemorySegment c1 = arena.allocate((long) m * n * 8), c2 = arena.allocate((long) m * n * 8);
+            Parallel.setNumThreads(1);
+            Gemm.dgemm(m, n, k, 1.0, a.seg, a.offset, a.rowStride, a.colStride, b.seg, b.offset, b.rowStride, b.colStride, 0.0, c1, 0, n);
+            Parallel.setNumThreads(2);
+            Gemm.dgemm(m, n, k, 1.0, a.seg, a.offset, a.rowStride, a.colStride, b.seg, b.offset, b.rowStride, b.colStride, 0.0, c2, 0, n);
+            assertArrayEquals(c1.toArray(D), c2.toArray(D), "m=" + m + " n=" + n + " k=" + k);
+        }
+    }
+
     @Test
     void dgemmMultiThreadedEqualsSingleThreadedBitwise() {
         SplittableRandom rnd = new SplittableRandom(12);
