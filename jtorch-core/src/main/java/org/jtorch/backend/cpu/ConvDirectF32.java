@@ -565,6 +565,11 @@ final class ConvDirectF32 {
         b6.add(bh).intoMemorySegment(tile, 896, NO);
     }
 
+    /** Stores {@code wk.tile}, laid out as {@link #tile7x32} leaves it, as {@link #blockRows} does. */
+    static void store7x32(Work wk, MemorySegment out, long at, long rsBytes) {
+        storeTransposed(wk, out, at, rsBytes, FIRST_7, SECOND_7);
+    }
+
     /**
      * Transposes the 16x16 {@code wk.tile} (rows: pixels, lanes: channels) and stores channel rows into the NCHW
      * output, {@code rsBytes} apart from {@code at}. With masks the tile is {@link #tile8x32}'s or {@link #tile7x32}'s: each
