@@ -264,7 +264,8 @@ class ConvolutionPathsTest {
     /**
      * {@code ConvolutionFastPathTest.channelBlockForwards}' shapes (but the grouped one) and ResNet-50's three 3x3 stride-2
      * layers run in 16-channel blocks (as does 288 -> 416 at stride 2 of {@link #manyChannelForwardsGroupImages}); stride 1,
-     * 8-pixel rows, channels not in whole blocks, too few taps, 16-channel output blocks and groups do not.
+     * 8-pixel rows (DCGAN's discriminator 64 -> 128 at 4x4 stride 2 among them), channels not in whole blocks, too few
+     * taps, 16-channel output blocks and groups do not.
      */
     @Test
     void stridedSevenPixelRowsTakeChannelBlocks() {
@@ -279,7 +280,7 @@ class ConvolutionPathsTest {
         }
         int[][][] left = {{{8, 512, 7, 7}, {512, 512, 3, 3}, {1, 1}}, {{8, 128, 32, 32}, {256, 128, 3, 3}, {2, 1}},
             {{8, 72, 14, 14}, {64, 72, 3, 3}, {2, 1}}, {{8, 48, 14, 14}, {64, 48, 3, 3}, {2, 1}},
-            {{8, 128, 14, 14}, {48, 128, 3, 3}, {2, 1}}};
+            {{8, 128, 14, 14}, {48, 128, 3, 3}, {2, 1}}, {{64, 64, 32, 32}, {128, 64, 4, 4}, {2, 1}}};
         for (int[][] s : left) {
             Geometry g = geometry(s[0], s[1], s[2][0], s[2][0], s[2][1], s[2][1], 1);
             assertEquals(false, ConvChannelBlocksF32.handles(g), "channel blocks for " + g);
