@@ -563,6 +563,45 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Strided forwards on rows of whole 7-pixel tiles with the reduction in 16-channel blocks
+     * ({@code ConvChannelBlocksF32}): ResNet-50's three 3x3 stride-2 layers with fewer output channels (512 channels from
+     * 14 px in 5 images, 256 from 28 px in 3, 128 from 56 px in one), odd and non-square maps, stride 3, dilated kernel
+     * rows, a 4x4 and a 7x7 stride-2 kernel, and two groups (which leave the path); the output and its three gradients.
+     * {@code ConvolutionPathsTest} checks these shapes reach the path.
+     */
+    @Test
+    void channelBlockForwards() {
+        compare(new long[] {5, 512, 14, 14}, new long[] {64, 512, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 256, 28, 28}, new long[] {96, 256, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 128, 56, 56}, new long[] {32, 128, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 80, 13, 27}, new long[] {32, 80, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 64, 21, 20}, new long[] {64, 64, 3, 3}, new int[] {3}, new int[] {1, 1}, new int[] {1}, 1);
+        compare(new long[] {3, 64, 17, 14}, new long[] {32, 64, 3, 3}, new int[] {2}, new int[] {1, 1}, new int[] {2, 1}, 1);
+        compare(new long[] {2, 48, 14, 14}, new long[] {32, 48, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 16, 28, 28}, new long[] {64, 16, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {2, 256, 14, 14}, new long[] {64, 128, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 2);
+    }
+
+    /**
+     * Random strided convolutions in the channel-block forward's domain: 1-5 images, 64-320 input channels (whole
+     * 16-channel blocks), 32-96 output channels, 3x3 to 5x5 kernels, stride 2 or 3, row dilation 1-2, padding 0-2,
+     * sizes chosen so that the output rows are 7, 14 or 21 pixels.
+     */
+    @Test
+    void randomChannelBlockForwardsMatchFloat64() {
+        Random r = new Random(27);
+        for (int i = 0; i < 6; ) {
+            int n = 1 + r.nextInt(5), cin = 16 * (4 + r.nextInt(17)), cout = 32 * (1 + r.nextInt(3));
+            int k = 3 + r.nextInt(3), s = 2 + r.nextInt(2), dh = 1 + r.nextInt(2), ph = r.nextInt(3), pw = r.nextInt(3);
+            int ow = 7 * (1 + r.nextInt(3)), w = (ow - 1) * s + k - 2 * pw + r.nextInt(s);
+            int h = 4 + r.nextInt(20);
+            if (w < 1 || h + 2 * ph < dh * (k - 1) + 1) continue;
+            compare(new long[] {n, cin, h, w}, new long[] {cout, cin, k, k}, new int[] {s}, new int[] {ph, pw}, new int[] {dh, 1}, 1);
+            i++;
+        }
+    }
+
+    /**
      * ResNet-20's 32- and 64-channel layers on the 8x32 row tiles, stored as two 8-lane halves per transposed row
      * ({@code ConvRasterImageF32.store}): 32 -> 32 at 16 px and 64 -> 64 at 8 px with odd batches, odd
      * map heights, one image (its rows split over the threads), 24-pixel rows, and the stride-2 32 -> 64 forward

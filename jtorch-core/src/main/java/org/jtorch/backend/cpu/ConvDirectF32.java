@@ -727,6 +727,11 @@ final class ConvDirectF32 {
         b6.add(bh).intoMemorySegment(tile, 896, NO);
     }
 
+    /** Stores {@code wk.tile}, laid out as {@link #tile7x32} leaves it, as {@link #blockRows} does. */
+    static void store7x32(Work wk, MemorySegment out, long at, long rsBytes) {
+        storeTransposed(wk, out, at, rsBytes, FIRST_7, SECOND_7);
+    }
+
     /**
      * 8 pixels by 32 channels over {@code n} taps of one window row, from {@code x[xb + j]} (pixel q {@code q * sx}
      * further) and {@code wp[wb + j * 32]}: {@code sums[at...]} (zero when {@code fresh}) plus the products, back into

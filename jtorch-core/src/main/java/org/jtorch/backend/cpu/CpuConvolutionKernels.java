@@ -61,7 +61,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     }
 
     /** The float32 forward kernels, in the order {@link #forwardKernel} tries them; {@code COLUMNS} is im2col and GEMM. */
-    private enum ForwardKernel { WHOLE_IMAGE, ONE_CHANNEL, STEM, SMALL_MAP, RASTER_TILE, SMALL_IMAGE_GEMM, POINTWISE, WINOGRAD, IMPLICIT_GEMM, COLUMNS }
+    private enum ForwardKernel { WHOLE_IMAGE, ONE_CHANNEL, STEM, SMALL_MAP, RASTER_TILE, SMALL_IMAGE_GEMM, POINTWISE, WINOGRAD, CHANNEL_BLOCKS, IMPLICIT_GEMM, COLUMNS }
 
     private static ForwardKernel forwardKernel(Geometry g) {
         if (ConvWholeImageF32.handles(g)) return ForwardKernel.WHOLE_IMAGE;
@@ -72,6 +72,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         if (ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) return ForwardKernel.SMALL_IMAGE_GEMM;
         if (ConvPointwiseF32.handles(g)) return ForwardKernel.POINTWISE;
         if (WinogradF32.handles(g)) return ForwardKernel.WINOGRAD;
+        if (ConvChannelBlocksF32.handles(g)) return ForwardKernel.CHANNEL_BLOCKS;
         if (ConvF32.handles(g)) return ForwardKernel.IMPLICIT_GEMM;
         return ForwardKernel.COLUMNS;
     }
@@ -139,6 +140,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             case WINOGRAD -> {
                 WinogradF32.forward(seg(input), input.offset(), xBf16, seg(weight), weight.offset(),
                         bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, false, epilogue);
+                return;
+            }
+            case CHANNEL_BLOCKS -> {
+                ConvChannelBlocksF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
                 return;
             }
             case IMPLICIT_GEMM -> {

@@ -283,6 +283,33 @@ class ConvolutionPathsTest {
         assertEquals(false, ConvDirectF32.chunksReduction(geometry(new int[] {2, 128, 16, 16}, new int[] {48, 128, 3, 3}, 1, 1, 1, 1, 1)));
     }
 
+    /**
+     * {@code ConvolutionFastPathTest.channelBlockForwards}' shapes (but the grouped one) and ResNet-50's three 3x3 stride-2
+     * layers run in 16-channel blocks (as does 288 -> 416 at stride 2 of {@link #manyChannelForwardsGroupImages}); stride 1,
+     * 8-pixel rows (DCGAN's discriminator 64 -> 128 at 4x4 stride 2 among them), channels not in whole blocks, too few
+     * taps, 16-channel output blocks and groups do not.
+     */
+    @Test
+    void stridedSevenPixelRowsTakeChannelBlocks() {
+        int[][][] taken = {{{8, 128, 56, 56}, {128, 128, 3, 3}, {2, 1, 1}}, {{8, 256, 28, 28}, {256, 256, 3, 3}, {2, 1, 1}},
+            {{8, 512, 14, 14}, {512, 512, 3, 3}, {2, 1, 1}}, {{5, 512, 14, 14}, {64, 512, 3, 3}, {2, 1, 1}},
+            {{2, 80, 13, 27}, {32, 80, 3, 3}, {2, 1, 1}}, {{2, 64, 21, 20}, {64, 64, 3, 3}, {3, 1, 1}},
+            {{3, 64, 17, 14}, {32, 64, 3, 3}, {2, 1, 2}}, {{2, 48, 14, 14}, {32, 48, 4, 4}, {2, 1, 1}},
+            {{1, 16, 28, 28}, {64, 16, 7, 7}, {2, 3, 1}}, {{4, 288, 13, 13}, {416, 288, 3, 3}, {2, 1, 1}}};
+        for (int[][] s : taken) {
+            Geometry g = geometry(s[0], s[1], s[2][0], s[2][0], s[2][1], s[2][1], s[2][2]);
+            assertEquals(true, ConvChannelBlocksF32.handles(g), "channel blocks for " + g);
+        }
+        int[][][] left = {{{8, 512, 7, 7}, {512, 512, 3, 3}, {1, 1}}, {{8, 128, 32, 32}, {256, 128, 3, 3}, {2, 1}},
+            {{8, 72, 14, 14}, {64, 72, 3, 3}, {2, 1}}, {{8, 48, 14, 14}, {64, 48, 3, 3}, {2, 1}},
+            {{8, 128, 14, 14}, {48, 128, 3, 3}, {2, 1}}, {{64, 64, 32, 32}, {128, 64, 4, 4}, {2, 1}}};
+        for (int[][] s : left) {
+            Geometry g = geometry(s[0], s[1], s[2][0], s[2][0], s[2][1], s[2][1], 1);
+            assertEquals(false, ConvChannelBlocksF32.handles(g), "channel blocks for " + g);
+        }
+        assertEquals(false, ConvChannelBlocksF32.handles(new Geometry(2, 256, 14, 14, 64, 3, 3, 2, 2, 1, 1, 1, 1, 2, 7, 7)));
+    }
+
     @Test
     void smallImagesOfWholeTilesTakeTheRasterTiles() {
         // DCGAN's 128 -> 256 layer into 4x4, and 8-pixel images in rows of 2, 4 and 8; its input gradient by phases.
