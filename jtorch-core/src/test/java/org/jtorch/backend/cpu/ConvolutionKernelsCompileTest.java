@@ -50,6 +50,8 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
         assertTrue(log.contains("GemmDotF64::pairByFour") && log.contains("GemmDotF64::oneByFour"), "the workload reaches the float64 dot products:\n" + log);
         assertTrue(log.contains("Gemm::kernelD "), "the workload reaches float64 products against rows of B:\n" + log);
+        assertTrue(log.contains("GemmNarrowF64::threeVectors") && log.contains("GemmNarrowF64::oneVector"),
+                "the workload reaches the float64 narrow-C products:\n" + log);
         assertTrue(log.contains("TransposeCopy::longTile"), "the workload reaches the 8-byte transpose tile:\n" + log);
         assertTrue(log.contains("ReverseCopy::row"), "the workload reaches the reversed rows:\n" + log);
         // "concurrent class loading" is a transient bail-out (a class loaded while the method compiled; the JIT retries),
@@ -89,12 +91,14 @@ class ConvolutionKernelsCompileTest {
             try (Tensor x = Torch.randn(3, 70); Tensor w = Torch.randn(9, 70); Tensor y = F.linear(x, w, null)) {
                 y.sum().close();
             }
-            // The same in float64, a float64 transposed copy, and a flip (rows reversed as vectors).
+            // The same in float64, a float64 transposed copy, a flip (rows reversed as vectors), and two float64
+            // convolutions: 64 output pixels (a narrow C, B's rows read in place) and 144 (the packed path).
             try (Tensor x = Torch.randn(3, 70).to(DType.FLOAT64); Tensor w = Torch.randn(9, 70).to(DType.FLOAT64);
                  Tensor y = F.linear(x, w, null); Tensor m = Torch.randn(20, 40).to(DType.FLOAT64);
                  Tensor t = m.t().contiguous(); Tensor f = x.flip(1);
                  Tensor img = Torch.randn(1, 3, 8, 8).to(DType.FLOAT64); Tensor cw = Torch.randn(4, 3, 3, 3).to(DType.FLOAT64);
-                 Tensor conv = F.conv2d(img, cw, null, 1, 1)) {
+                 Tensor conv = F.conv2d(img, cw, null, 1, 1); Tensor wide = Torch.randn(1, 3, 12, 12).to(DType.FLOAT64);
+                 Tensor wideConv = F.conv2d(wide, cw, null, 1, 1)) {
                 y.sum().close();
             }
             for (int i = 0; i < shapes.length; i += 3) {
