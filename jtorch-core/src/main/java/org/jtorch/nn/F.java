@@ -236,12 +236,6 @@ public final class F {
         return Dropouts.dropout_(x, p, training, gen);
     }
 
-    /** Dropout's multiplier for a tensor of {@code shape}: 0 with probability {@code p}, else {@code 1 / (1 - p)}. */
-    static Tensor dropoutScale(long[] shape, DType dtype, Device device, double p, Generator gen) {
-        Tensor keep = Torch.rand(shape, dtype, device, gen).lt(1 - p);
-        return keep.to(dtype).mul(1.0 / (1 - p));
-    }
-
     /** Dropout with the default generator. */
     public static Tensor dropout(Tensor x, double p, boolean training) {
         return dropout(x, p, training, Generator.defaultGenerator());
@@ -462,7 +456,7 @@ public final class F {
                         scores = Shapes.broadcast("scaledDotProductAttention", scores, mask.shape());
                         if (mask.dtype().isFloatingPoint()) dtype = DType.promote(dtype, mask.dtype());
                     }
-                    drop = dropoutScale(scores, dtype, q.device(), dropoutP, gen);
+                    drop = Dropouts.dropoutScale(scores, dtype, q.device(), dropoutP, gen);
                 }
                 Tensor out = Dispatcher.call(AttentionOps.FLASH_ATTENTION, new Tensor[] {q, k, v, mask, drop}, isCausal ? 1 : 0, scale);
                 return new Attention(scope.keep(out), null);

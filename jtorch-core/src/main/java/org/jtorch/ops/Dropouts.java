@@ -8,6 +8,8 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.RandomOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.jtorch.types.Generator;
 
 /**
@@ -52,11 +54,15 @@ public final class Dropouts {
         checkP("dropout_", p);
         if (train && p > 0) {
             try (MemoryScope scope = new MemoryScope()) {
-                x.mul_(p == 1 ? Torch.zerosLike(x)
-                        : Torch.rand(x.shape(), x.dtype(), x.device(), gen).lt(1 - p).to(x.dtype()).mul(1.0 / (1 - p)));
+                x.mul_(p == 1 ? Torch.zerosLike(x) : dropoutScale(x.shape(), x.dtype(), x.device(), p, gen));
             }
         }
         return x.alias();
+    }
+
+    /** Dropout's multiplier for a tensor of {@code shape}: 0 with probability {@code p}, else {@code 1 / (1 - p)}; one uniform draw per element. */
+    public static Tensor dropoutScale(long[] shape, DType dtype, Device device, double p, Generator gen) {
+        return Torch.rand(shape, dtype, device, gen).lt(1 - p).to(dtype).mul(1.0 / (1 - p));
     }
 
     /** {@code feature_dropout(x, p, train)}: whole {@code (n, c)} channels of an input of at least two dimensions zeroed. */
