@@ -21,7 +21,6 @@ import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.op.Shapes;
 import org.jtorch.types.Arguments;
 import org.jtorch.types.DType;
-import org.jtorch.types.Device;
 import org.jtorch.types.Generator;
 
 /**
